@@ -1,0 +1,99 @@
+# The IMD box: a Debian trixie container whose root entrypoint sets the firewall,
+# verifies it, and hands over to the unprivileged `imd` user with no capabilities.
+#
+# Pins: Debian packages come from the signed trixie archive; every npm artifact
+# (Node, npm, Foundry, Playwright MCP) is pinned by version in image/package.json
+# and by sha512 in image/package-lock.json, and `npm ci` refuses a mismatch.
+#
+# Layer order: apt, then the fetched artifacts, then the user, and only at the
+# end the entrypoint/firewall/worker scripts, so editing those refetches nothing.
+
+ARG BASE_IMAGE=debian:trixie-slim
+
+# ---------------------------------------------------------------- fetch stage
+# Debian's own node+npm only download and verify; nothing of this stage but the
+# checked files reaches the final image.
+FROM ${BASE_IMAGE} AS fetch
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+# Extra CA certificates (TLS-inspecting networks, corporate proxies): *.crt in ca/.
+COPY ca/ /usr/local/share/ca-certificates/imd-box/
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ca-certificates nodejs npm \
+ && update-ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+WORKDIR /fetch
+COPY image/package.json image/package-lock.json ./
+# --ignore-scripts: nothing downloaded runs at build time. The platform packages
+# carry os/cpu fields, so npm installs only the build architecture's Node and Foundry.
+RUN npm ci --ignore-scripts --no-audit --no-fund \
+ && case "$(dpkg --print-architecture)" in \
+      amd64) node_arch=x64; foundry_arch=amd64 ;; \
+      arm64) node_arch=arm64; foundry_arch=arm64 ;; \
+      *) echo "unsupported architecture: $(dpkg --print-architecture)" >&2; exit 1 ;; \
+    esac \
+ && mkdir -p /out/bin /out/lib/node_modules /out/opt \
+ && cp "node_modules/node-linux-${node_arch}/bin/node" /out/bin/node \
+ && for tool in forge cast anvil chisel; do \
+      cp "node_modules/@foundry-rs/${tool}-linux-${foundry_arch}/bin/${tool}" "/out/bin/${tool}"; \
+    done \
+ && mv node_modules/npm /out/lib/node_modules/npm \
+ && mkdir -p /out/opt/playwright-mcp \
+ && mv node_modules /out/opt/playwright-mcp/node_modules \
+ && rm -rf /out/opt/playwright-mcp/node_modules/node-linux-* /out/opt/playwright-mcp/node_modules/@foundry-rs
+
+# ---------------------------------------------------------------- the box
+FROM ${BASE_IMAGE}
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+ARG VERSION=dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="IMD Box" \
+      org.opencontainers.image.description="A walled Debian container for the IMD worker: no host files, no host network, only the internet." \
+      org.opencontainers.image.source="https://github.com/Identity-md/box" \
+      org.opencontainers.image.licenses="MIT" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
+
+COPY ca/ /usr/local/share/ca-certificates/imd-box/
+# Versions come from the signed trixie archive; pinning exact Debian revisions
+# would break every rebuild after a security update.
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      ca-certificates curl git iptables bubblewrap socat tini iproute2 procps \
+      util-linux libcap2-bin \
+ && update-ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+
+# The browser: Debian's Chrome Headless Shell (Playwright's own download cannot be used).
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium-headless-shell fonts-liberation \
+ && rm -rf /var/lib/apt/lists/* /usr/share/doc/* /usr/share/man/*
+
+COPY --from=fetch /out/bin/ /usr/local/bin/
+COPY --from=fetch /out/lib/ /usr/local/lib/
+COPY --from=fetch /out/opt/ /opt/
+RUN ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \
+ && ln -s ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx \
+ && node --version && npm --version && forge --version
+
+# Every tool inside trusts the system bundle, which holds any CA added above.
+ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
+    IMD_HOME=/home/imd \
+    IDENTITYMD_HOME=/home/imd/.identitymd \
+    NPM_CONFIG_PREFIX=/home/imd/.npm-global \
+    PATH=/home/imd/.npm-global/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+# uid 1000; its home is the imd-worker-home volume (logins, worker, pairing).
+RUN useradd --uid 1000 --user-group --create-home --home-dir /home/imd --shell /bin/bash imd \
+ && chmod 700 /home/imd
+
+COPY firewall/ /usr/local/lib/imd-box/firewall/
+COPY worker/ /usr/local/lib/imd-box/worker/
+COPY browser/ /usr/local/lib/imd-box/browser/
+COPY entrypoint.sh /usr/local/bin/entrypoint.sh
+
+ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/entrypoint.sh"]
+CMD ["/usr/local/lib/imd-box/worker/run.sh"]

@@ -1,0 +1,20 @@
+#!/bin/bash
+# PID 1 is tini; this runs as root, sets and verifies the walls, then becomes
+# `imd` with every capability gone and execs the worker (or the command given,
+# so setup, shell and check run behind exactly the same walls).
+# Any failure exits non-zero before the command starts: fail closed.
+set -euo pipefail
+
+die() { echo "imd-box: $*; the worker was not started" >&2; exit 78; }
+
+[ "$(id -u)" = 0 ] || die "the entrypoint must start as root (got uid $(id -u))"
+[ $# -gt 0 ] || die "no command given"
+
+/usr/local/lib/imd-box/firewall/init-firewall.sh || die "the firewall could not be set up"
+
+# setpriv changes uid/gid (needs SETUID/SETGID) and empties the bounding set
+# (needs SETPCAP); the uid change itself clears the permitted and effective
+# sets. no_new_privs is set again here in case the runtime did not.
+exec setpriv --reuid=imd --regid=imd --init-groups \
+  --inh-caps=-all --ambient-caps=-all --bounding-set=-all --no-new-privs \
+  -- env HOME=/home/imd USER=imd LOGNAME=imd "$@"

@@ -1,0 +1,117 @@
+#!/bin/bash
+# The box's network walls. Runs as root before the worker exists.
+#
+# IPv4: the public internet is open; the Mac, the home network, Tailscale, cloud
+# metadata, multicast/broadcast and DNS to anything but the container's own
+# resolvers are REJECTed (fast, so a probe sees a refusal, not a hang).
+# IPv6: refused everywhere but loopback. Only the filter tables are replaced:
+# Docker's nat rules for its embedded DNS (127.0.0.11) stay as they are.
+#
+# Like a test, it ends by reading every rule back and comparing it with what it
+# meant to set; any difference exits non-zero and the worker never starts.
+set -euo pipefail
+
+say() { echo "imd-box firewall: $*" >&2; }
+die() { say "FAILED: $*"; exit 1; }
+
+# Special-purpose and private IPv4 ranges the worker must never reach.
+# 240.0.0.0/4 includes the limited broadcast 255.255.255.255.
+readonly BLOCKED_V4=(
+  0.0.0.0/8 10.0.0.0/8 100.64.0.0/10 127.0.0.0/8 169.254.0.0/16 172.16.0.0/12
+  192.0.0.0/24 192.168.0.0/16 198.18.0.0/15 224.0.0.0/4 240.0.0.0/4
+)
+readonly REJECT_V4='-j REJECT --reject-with icmp-admin-prohibited'
+readonly REJECT_V6='-j REJECT --reject-with icmp6-adm-prohibited'
+
+ipv4_addrs() { grep -E '^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$' || true; }
+
+# --- what to allow and refuse, learnt before any rule changes ----------------
+iptables -w -S >/dev/null 2>&1 \
+  || die "cannot read the IPv4 rules: the box needs NET_ADMIN (run it with 'box', which grants it)"
+
+mapfile -t RESOLVERS < <(awk '$1 == "nameserver" {print $2}' /etc/resolv.conf | ipv4_addrs | sort -u)
+# Every next hop in the routing table: on Docker Desktop that is the Mac's VM.
+mapfile -t GATEWAYS < <(ip -4 route show table all | awk '{for (i = 1; i < NF; i++) if ($i == "via") print $(i + 1)}' | ipv4_addrs | sort -u)
+# Docker Desktop's names for the Mac, whatever they resolve to right now.
+# Bounded: on a network without an upstream resolver the lookup would hang.
+mapfile -t HOST_ADDRS < <(for name in host.docker.internal gateway.docker.internal; do
+  timeout 2 getent ahostsv4 "$name" || true
+done | awk '{print $1}' | ipv4_addrs | sort -u)
+
+# --- the IPv4 rules, written exactly as `iptables -S` prints them back ---------
+V4=(
+  "-P INPUT DROP"
+  "-P FORWARD DROP"
+  "-P OUTPUT DROP"
+  "-A INPUT -i lo -j ACCEPT"
+  "-A INPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT"
+  "-A OUTPUT -o lo -j ACCEPT"
+  "-A OUTPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT"
+)
+for r in "${RESOLVERS[@]}"; do
+  V4+=("-A OUTPUT -d $r/32 -p udp -m udp --dport 53 -j ACCEPT"
+       "-A OUTPUT -d $r/32 -p tcp -m tcp --dport 53 -j ACCEPT")
+done
+# DNS anywhere else would let a job pick its own resolver (or tunnel out over it).
+V4+=("-A OUTPUT -p udp -m udp --dport 53 $REJECT_V4"
+     "-A OUTPUT -p tcp -m tcp --dport 53 $REJECT_V4")
+mapfile -t REFUSED_HOSTS < <(printf '%s\n' "${GATEWAYS[@]}" "${HOST_ADDRS[@]}" | ipv4_addrs | sort -u)
+for a in "${REFUSED_HOSTS[@]}"; do
+  V4+=("-A OUTPUT -d $a/32 $REJECT_V4")
+done
+for net in "${BLOCKED_V4[@]}"; do
+  if [ "$net" = 127.0.0.0/8 ]; then
+    V4+=("-A OUTPUT -d $net ! -o lo $REJECT_V4")
+  else
+    V4+=("-A OUTPUT -d $net $REJECT_V4")
+  fi
+done
+V4+=("-A OUTPUT -j ACCEPT")
+
+# --- IPv6: nothing but loopback, in every chain --------------------------------
+V6=(
+  "-P INPUT DROP"
+  "-P FORWARD DROP"
+  "-P OUTPUT DROP"
+  "-A INPUT -i lo -j ACCEPT"
+  "-A INPUT $REJECT_V6"
+  "-A FORWARD $REJECT_V6"
+  "-A OUTPUT -o lo -j ACCEPT"
+  "-A OUTPUT $REJECT_V6"
+)
+
+apply() { # apply TOOL RULE...: flush the filter table, then set each rule, naming any that fails
+  local tool=$1; shift
+  "$tool" -w -F || die "$tool: cannot flush the filter table"
+  "$tool" -w -X || die "$tool: cannot delete user chains"
+  local rule
+  for rule in "$@"; do
+    read -r -a words <<<"$rule"
+    "$tool" -w "${words[@]}" || die "$tool: rule did not apply: $rule"
+  done
+}
+
+verify() { # verify TOOL RULE...: the table must read back as exactly these rules, in order
+  local tool=$1; shift
+  local want got
+  want=$(printf '%s\n' "$@")
+  got=$("$tool" -w -S) || die "$tool: cannot read the rules back"
+  if [ "$want" != "$got" ]; then
+    say "$tool rules differ from what was set:"
+    diff <(echo "$want") <(echo "$got") >&2 || true
+    die "$tool: rules did not read back"
+  fi
+}
+
+# IPv6 policies go first: from the first IPv4 change on, no path may stay open.
+if [ -e /proc/net/if_inet6 ]; then
+  apply ip6tables "${V6[@]}"
+  verify ip6tables "${V6[@]}"
+  v6_note="IPv6 ${#V6[@]} rules"
+else
+  v6_note="IPv6 absent from this kernel"
+fi
+apply iptables "${V4[@]}"
+verify iptables "${V4[@]}"
+
+say "walls up and verified: IPv4 ${#V4[@]} rules (resolvers: ${RESOLVERS[*]:-none}; the Mac: ${REFUSED_HOSTS[*]:-none found}), $v6_note"

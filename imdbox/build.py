@@ -1,0 +1,132 @@
+"""Building the box image from this checkout.
+
+The build context is assembled here rather than sent as the whole folder: only
+the files the Dockerfile uses (so a change elsewhere keeps the cache), plus any
+extra CA certificates the user gave, split one per file as update-ca-certificates
+wants them.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+import tarfile
+from pathlib import Path
+from typing import Callable, Dict, Iterator, List, Optional
+
+from . import names
+
+# What the Dockerfile COPYs; nothing else is sent to the engine.
+CONTEXT_FILES = ("Dockerfile", "entrypoint.sh", "image", "firewall", "worker", "browser", "ca")
+
+_PEM = re.compile(r"-----BEGIN CERTIFICATE-----\s.*?-----END CERTIFICATE-----", re.S)
+
+
+class BuildError(Exception):
+    """The image did not build; the message says why and what to do."""
+
+
+def split_certificates(text: str) -> List[str]:
+    """Each PEM certificate in a file or bundle, in order."""
+    return [m.group(0) + "\n" for m in _PEM.finditer(text)]
+
+
+def read_ca_file(path: Path) -> List[str]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise BuildError(f"cannot read the CA certificate {path}: {exc.strerror}") from exc
+    certs = split_certificates(text)
+    if not certs:
+        raise BuildError(f"{path} holds no PEM certificate (-----BEGIN CERTIFICATE----- ...)")
+    return certs
+
+
+def _filter(info: tarfile.TarInfo) -> Optional[tarfile.TarInfo]:
+    # Reproducible context: owner and time must not change the layer cache.
+    if "__pycache__" in info.name or info.name.endswith(".crt"):
+        return None
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    info.mtime = 0
+    return info
+
+
+def context_tar(root: Path = names.REPO_ROOT, ca_certs: Optional[List[str]] = None) -> io.BytesIO:
+    """The build context as an in-memory tar: the Dockerfile's inputs and the CA files."""
+    missing = [f for f in CONTEXT_FILES if not (root / f).exists()]
+    if missing:
+        raise BuildError(f"not a box checkout ({root}): missing {', '.join(missing)}. Run `box build` from a clone.")
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name in CONTEXT_FILES:
+            tar.add(str(root / name), arcname=name, filter=_filter)
+        for i, cert in enumerate(ca_certs or []):
+            data = cert.encode()
+            info = tarfile.TarInfo(f"ca/extra-{i:03d}.crt")
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    return buf
+
+
+def git_revision(root: Path = names.REPO_ROOT) -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def build_args(base_image: str, version: str, revision: str) -> Dict[str, str]:
+    return {"BASE_IMAGE": base_image, "VERSION": version, "REVISION": revision}
+
+
+def build_image(
+    api,
+    *,
+    tag: str = names.IMAGE,
+    base_image: str = names.DEFAULT_BASE_IMAGE,
+    ca_file: Optional[Path] = None,
+    no_cache: bool = False,
+    root: Path = names.REPO_ROOT,
+    on_line: Callable[[str], None] = lambda line: None,
+) -> str:
+    """Build through the engine's API (`api` is a docker.APIClient); return the image id.
+
+    Every line the build prints goes to `on_line`; a failed step raises BuildError
+    with the engine's message and the last lines before it.
+    """
+    from . import __version__
+
+    certs = read_ca_file(ca_file) if ca_file else []
+    context = context_tar(root, certs)
+    stream: Iterator[dict] = api.build(
+        fileobj=context,
+        custom_context=True,
+        tag=tag,
+        nocache=no_cache,
+        rm=True,
+        forcerm=True,
+        pull=False,
+        buildargs=build_args(base_image, __version__, git_revision(root)),
+        decode=True,
+    )
+    image_id = None
+    recent: List[str] = []
+    for event in stream:
+        if "error" in event:
+            detail = "\n".join(recent[-15:])
+            raise BuildError(f"the image build failed: {event['error'].strip()}\n{detail}")
+        text = event.get("stream", "")
+        for line in text.splitlines():
+            if line.strip():
+                recent.append(line)
+                on_line(line)
+        if "aux" in event and "ID" in event["aux"]:
+            image_id = event["aux"]["ID"]
+    if not image_id:
+        raise BuildError("the engine finished the build without giving an image id")
+    return image_id

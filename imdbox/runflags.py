@@ -1,0 +1,141 @@
+"""The flags every box runs with, defined once.
+
+`box start`, `setup`, `shell`, `status` and `check` all build their container
+from `RunFlags`: the docker SDK gets `sdk_kwargs()`, and the one place that needs
+the docker CLI (an interactive TTY) gets the same definition as `cli_args()`.
+A check that passes therefore speaks for the worker's own box.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from . import names
+
+# Only the entrypoint (root, before the drop) uses these; the worker has none.
+# NET_ADMIN sets the firewall, SETUID/SETGID become `imd`, SETPCAP empties the
+# bounding set. tests/test_image_walls.py removes each and sees the box refuse to start.
+CAPABILITIES = ("NET_ADMIN", "SETGID", "SETPCAP", "SETUID")
+
+MAX_CPUS = 4
+MAX_MEMORY = 6 * 1024**3  # 6 GiB, or Docker's total if that is less
+PIDS_LIMIT = 2048  # Claude Code, builds and Chromium together stay far below
+SHM_SIZE = 512 * 1024**2  # Chromium keeps its renderers' memory in /dev/shm
+STOP_TIMEOUT = 45  # seconds between SIGTERM and SIGKILL: the worker finishes cleanly
+LOG_MAX_SIZE = "10m"
+LOG_MAX_FILES = "3"
+
+
+def seccomp_path() -> Path:
+    """seccomp.json: in a checkout at the repo root, when installed inside the package."""
+    for candidate in (names.REPO_ROOT / "seccomp.json", Path(__file__).with_name("seccomp.json")):
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError("seccomp.json is missing from this installation of box")
+
+
+@dataclass(frozen=True)
+class EngineLimits:
+    """What the Docker engine has: the box takes at most that."""
+
+    cpus: int
+    memory: int  # bytes
+
+    @classmethod
+    def from_info(cls, info: dict) -> "EngineLimits":
+        return cls(cpus=int(info["NCPU"]), memory=int(info["MemTotal"]))
+
+
+@dataclass(frozen=True)
+class RunFlags:
+    limits: EngineLimits
+    image: str = names.IMAGE
+    command: Optional[Sequence[str]] = None
+    name: Optional[str] = None
+    role: str = "worker"  # worker | setup | shell | status | check: a label, never a wall
+    network: str = "bridge"
+    volume: str = names.VOLUME
+    environment: Dict[str, str] = field(default_factory=dict)
+    restart: bool = False  # only the long-running worker restarts with Docker
+    interactive: bool = False
+
+    @property
+    def cpus(self) -> float:
+        return float(min(MAX_CPUS, self.limits.cpus))
+
+    @property
+    def memory(self) -> int:
+        return min(MAX_MEMORY, self.limits.memory)
+
+    @property
+    def labels(self) -> Dict[str, str]:
+        return {names.LABEL: "1", f"{names.LABEL}.role": self.role}
+
+    def security_opts(self, seccomp: str) -> List[str]:
+        return ["no-new-privileges:true", f"seccomp={seccomp}"]
+
+    def sdk_kwargs(self) -> dict:
+        """Keyword arguments for docker SDK `containers.create` / `containers.run`."""
+        kwargs = dict(
+            image=self.image,
+            command=list(self.command) if self.command else None,
+            hostname=names.HOSTNAME,
+            cap_drop=["ALL"],
+            cap_add=list(CAPABILITIES),
+            # The API takes the profile's text; the CLI reads the file itself.
+            security_opt=self.security_opts(seccomp_path().read_text()),
+            nano_cpus=int(self.cpus * 1e9),
+            mem_limit=self.memory,
+            memswap_limit=self.memory,  # swap equal to memory: no swap on top
+            pids_limit=PIDS_LIMIT,
+            shm_size=SHM_SIZE,
+            # The volume is the only mount: no host path, no Docker socket.
+            volumes={self.volume: {"bind": names.HOME, "mode": "rw"}},
+            network=self.network,
+            environment=dict(self.environment),
+            labels=self.labels,
+            stop_signal="SIGTERM",
+            log_config={"type": "json-file", "config": {"max-size": LOG_MAX_SIZE, "max-file": LOG_MAX_FILES}},
+            tty=self.interactive,
+            stdin_open=self.interactive,
+        )
+        if self.name:
+            kwargs["name"] = self.name
+        if self.restart:
+            kwargs["restart_policy"] = {"Name": "unless-stopped"}
+        return kwargs
+
+    def cli_args(self) -> List[str]:
+        """The same box as `docker run` arguments (for the interactive shell)."""
+        args = ["--cap-drop", "ALL"]
+        for cap in CAPABILITIES:
+            args += ["--cap-add", cap]
+        for opt in self.security_opts(str(seccomp_path())):
+            args += ["--security-opt", opt]
+        args += [
+            "--hostname", names.HOSTNAME,
+            "--cpus", f"{self.cpus:g}",
+            "--memory", str(self.memory),
+            "--memory-swap", str(self.memory),
+            "--pids-limit", str(PIDS_LIMIT),
+            "--shm-size", str(SHM_SIZE),
+            "--mount", f"type=volume,source={self.volume},target={names.HOME}",
+            "--network", self.network,
+            "--stop-signal", "SIGTERM",
+            "--log-driver", "json-file",
+            "--log-opt", f"max-size={LOG_MAX_SIZE}",
+            "--log-opt", f"max-file={LOG_MAX_FILES}",
+        ]  # fmt: skip
+        for key, value in sorted(self.labels.items()):
+            args += ["--label", f"{key}={value}"]
+        for key, value in sorted(self.environment.items()):
+            args += ["--env", f"{key}={value}"]
+        if self.name:
+            args += ["--name", self.name]
+        if self.restart:
+            args += ["--restart", "unless-stopped"]
+        if self.interactive:
+            args += ["--interactive", "--tty"]
+        return args + [self.image] + list(self.command or [])

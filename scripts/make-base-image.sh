@@ -1,0 +1,20 @@
+#!/bin/bash
+# Makes a Debian trixie base image from Debian's archive, for machines that
+# cannot pull debian:trixie-slim (no Docker Hub). Real users keep the default.
+#   scripts/make-base-image.sh [NAME]     (default: imd-box-base:trixie)
+set -euo pipefail
+
+name=${1:-imd-box-base:trixie}
+if docker image inspect "$name" >/dev/null 2>&1; then
+  echo "base image $name already exists"
+  exit 0
+fi
+command -v debootstrap >/dev/null || { echo "debootstrap is missing: apt-get install debootstrap" >&2; exit 1; }
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+echo "debootstrap trixie (minbase) into $root ..."
+debootstrap --variant=minbase trixie "$root" >"$root.log" 2>&1 \
+  || { tail -20 "$root.log" >&2; echo "debootstrap failed (log above)" >&2; exit 1; }
+rm -f "$root.log"
+tar -C "$root" -c . | docker import - "$name"
+echo "made base image $name"

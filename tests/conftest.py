@@ -1,0 +1,68 @@
+"""Shared fixtures: the engine, the box image, the test topology, test volumes.
+
+Under CI=true a missing Docker engine fails the run; elsewhere the tests that
+need it skip with the reason.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import uuid
+
+import pytest
+
+from tests.harness import topology as topo_mod
+from tests.harness.image import build_test_image
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+LOCK_PATH = "/tmp/imdt-topology.lock"
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    import docker
+
+    try:
+        client = docker.from_env(timeout=300)
+        client.ping()
+    except Exception as exc:  # any failure to reach the engine
+        message = f"the Docker engine is not reachable: {exc}"
+        if IN_CI:
+            pytest.fail(message + " (CI=true: Docker is required, not optional)", pytrace=False)
+        pytest.skip(message)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def box_image(docker_client, tmp_path_factory):
+    log = tmp_path_factory.mktemp("build") / "build.log"
+    try:
+        return build_test_image(docker_client, log)
+    except Exception as exc:
+        tail = log.read_text()[-4000:] if log.exists() else ""
+        pytest.fail(f"could not build the box image: {exc}\n{tail}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def topology(docker_client, box_image):
+    # Fixed subnets: one topology per machine. Concurrent runs queue here.
+    with open(LOCK_PATH, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        topo = topo_mod.build(docker_client, box_image)
+        try:
+            yield topo
+        finally:
+            topo_mod.teardown(docker_client, topo)
+
+
+@pytest.fixture
+def test_volume(docker_client):
+    """A fresh volume standing in for imd-worker-home (never the user's own)."""
+    name = f"imdt-home-{uuid.uuid4().hex[:8]}"
+    volume = docker_client.volumes.create(name, labels={"imd-test": "1"})
+    yield name
+    for c in docker_client.containers.list(all=True, filters={"volume": name}):
+        c.remove(force=True)
+    volume.remove(force=True)

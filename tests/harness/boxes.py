@@ -1,0 +1,148 @@
+"""Walled boxes and their unwalled controls, attached to the test topology."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence, Tuple
+
+import docker
+
+from imdbox.runflags import EngineLimits, RunFlags
+
+from .topology import PREFIX, Topology
+
+WALLS_UP = b"walls up and verified"
+
+
+@dataclass(frozen=True)
+class Probe:
+    outcome: str  # reached | refused | timeout | error
+    detail: str
+
+    @property
+    def reached(self) -> bool:
+        return self.outcome == "reached"
+
+
+def unique(prefix: str) -> str:
+    return f"{PREFIX}{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def _attach(client: docker.DockerClient, container, topo: Topology) -> None:
+    for name in topo.network_names[1:]:
+        client.networks.get(name).connect(container)
+
+
+def create_walled(
+    client: docker.DockerClient,
+    image: str,
+    topo: Topology,
+    *,
+    volume: str,
+    command: Sequence[str] = ("sleep", "infinity"),
+    mutate: Optional[Callable[[dict], None]] = None,
+    name: Optional[str] = None,
+):
+    """A box with the worker's exact flags, on the test networks; `mutate` lets a
+    test break one flag (the product has no switch for that)."""
+    flags = RunFlags(
+        limits=EngineLimits.from_info(client.info()),
+        image=image,
+        command=list(command),
+        name=name or unique("box"),
+        role="test",
+        network=topo.network_names[0],
+        volume=volume,
+    )
+    kwargs = flags.sdk_kwargs()
+    kwargs["extra_hosts"] = dict(topo.extra_hosts)  # what Docker Desktop provides
+    kwargs["labels"] = {**kwargs["labels"], "imd-test": "1"}
+    if mutate:
+        mutate(kwargs)
+    container = client.containers.create(**kwargs)
+    _attach(client, container, topo)
+    return container
+
+
+def start_walled(client, image, topo, *, volume, timeout: float = 30.0, **kw):
+    """Start a walled box and wait for the entrypoint's verified-walls line."""
+    container = create_walled(client, image, topo, volume=volume, **kw)
+    container.start()
+    wait_walls_up(container, timeout)
+    return container
+
+
+def wait_walls_up(container, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if WALLS_UP in container.logs():
+            return
+        container.reload()
+        if container.status in ("exited", "dead"):
+            raise RuntimeError(f"box exited before its walls were up:\n{container.logs().decode()}")
+        time.sleep(0.1)
+    raise RuntimeError(f"box walls not up after {timeout}s:\n{container.logs().decode()}")
+
+
+def wait_exit(container, timeout: float = 60.0) -> Tuple[int, str]:
+    result = container.wait(timeout=timeout)
+    return result["StatusCode"], container.logs().decode(errors="replace")
+
+
+def start_control(client: docker.DockerClient, image: str, topo: Topology, name: Optional[str] = None):
+    """Same image, same networks, same names, no walls: proves every listener is reachable."""
+    container = client.containers.create(
+        image,
+        entrypoint=["sleep", "infinity"],
+        command=[],
+        name=name or unique("control"),
+        network=topo.network_names[0],
+        extra_hosts=dict(topo.extra_hosts),
+        labels={"imd-test": "1"},
+    )
+    _attach(client, container, topo)
+    container.start()
+    return container
+
+
+def run(container, cmd: Sequence[str], user: str = "imd", timeout: int = 20) -> Tuple[int, str]:
+    """Run a command inside (as imd unless told); returns exit code and output."""
+    full = ["timeout", str(timeout), *cmd]
+    result = container.exec_run(full, user=user, demux=False)
+    return result.exit_code, (result.output or b"").decode(errors="replace")
+
+
+def classify_curl(code: int, out: str) -> Probe:
+    if code == 0 and "imd-test-listener" in out:
+        return Probe("reached", out.strip().splitlines()[-1])
+    low = out.lower()
+    if code == 28 or "timed out" in low:
+        return Probe("timeout", out.strip())
+    if code == 7 and any(s in low for s in ("refused", "no route", "not permitted", "unreachable")):
+        return Probe("refused", out.strip())
+    return Probe("error", f"curl exit {code}: {out.strip()}")
+
+
+def http_probe(container, url: str, user: str = "imd", seconds: int = 3) -> Probe:
+    code, out = run(container, ["curl", "-sS", "-g", "-m", str(seconds), url], user=user, timeout=seconds + 5)
+    return classify_curl(code, out)
+
+
+def pid_of(container, pattern: str) -> int:
+    """The pid (as seen inside) of the first process whose command line matches."""
+    code, out = run(container, ["pgrep", "-o", "-f", pattern], user="root")
+    if code != 0:
+        raise RuntimeError(f"no process matching {pattern!r} in the box")
+    return int(out.split()[0])
+
+
+def proc_status(container, pid: int) -> dict:
+    code, out = run(container, ["cat", f"/proc/{pid}/status"], user="root")
+    assert code == 0, out
+    fields = {}
+    for line in out.splitlines():
+        key, _, value = line.partition(":")
+        fields[key.strip()] = value.strip()
+    return fields

@@ -1,0 +1,42 @@
+"""The box image for a test run: built once from this checkout, layer cache reused."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import docker
+
+from imdbox import build, names
+
+TEST_IMAGE = os.environ.get("IMD_BOX_TEST_IMAGE", "imd-box:test")
+# This machine cannot pull debian:trixie-slim: scripts/make-base-image.sh makes
+# the same base from Debian's archive.
+BASE_IMAGE = os.environ.get("IMD_BOX_TEST_BASE", "imd-box-base:trixie")
+# The network here inspects TLS: the build trusts the system's bundle.
+CA_FILE = os.environ.get("IMD_BOX_TEST_CA", "/etc/ssl/certs/ca-certificates.crt")
+
+
+def ensure_base(client: docker.DockerClient) -> None:
+    try:
+        client.images.get(BASE_IMAGE)
+    except docker.errors.ImageNotFound:
+        subprocess.run([str(names.REPO_ROOT / "scripts" / "make-base-image.sh"), BASE_IMAGE], check=True)
+
+
+def build_test_image(client: docker.DockerClient, log_path: Path) -> str:
+    ensure_base(client)
+    started = time.monotonic()
+    ca = Path(CA_FILE) if CA_FILE else None
+    with log_path.open("w") as log:
+        build.build_image(
+            client.api,
+            tag=TEST_IMAGE,
+            base_image=BASE_IMAGE,
+            ca_file=ca if ca and ca.is_file() else None,
+            on_line=lambda line: log.write(line + "\n"),
+        )
+        log.write(f"built {TEST_IMAGE} in {time.monotonic() - started:.1f}s\n")
+    return TEST_IMAGE

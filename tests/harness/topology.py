@@ -1,0 +1,189 @@
+"""The tests' own little world: every target a wall must refuse, and the internet.
+
+All networks are `--internal` (no route off this machine) and their listeners
+are containers of ours answering with their own name. The box is attached to
+all of them, so each target is one hop away and a refusal can only be the
+firewall's: a control container (same image, no walls, same networks) reaches
+every one of the same listeners.
+
+    imdt-mac       198.51.100.128/25 + fd00:1d:1::/64 (dual stack: gives the default route)
+                   .129 = the gateway = this host   -> "the Mac" (listener on the host)
+                   .200 / ::200 = host.docker.internal, gateway.docker.internal, IPv6 target
+    imdt-internet  198.51.100.0/25   .10 "internet" (HTTP), .53 "dns" (a resolver that is not ours)
+    imdt-lan       192.168.77.0/24   .10 "router"
+    imdt-private   10.77.0.0/24      .10 "lan10"
+    imdt-tailscale 100.100.100.0/24  .100 "tailscale"
+    imdt-metadata  169.254.168.0/22  169.254.169.254 "metadata", 169.254.170.2 "ecs-metadata"
+
+TEST-NET-1 and -3 (192.0.2.0/24, 203.0.113.0/24) are this machine's own uplink
+and package mirrors, so the tests use only TEST-NET-2.
+"""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import docker
+from docker.types import IPAMConfig, IPAMPool
+
+PREFIX = "imdt-"
+LISTENER_JS = (Path(__file__).with_name("listener.mjs")).read_text()
+
+
+@dataclass(frozen=True)
+class Net:
+    name: str
+    subnet: str
+    gateway: str
+    subnet6: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    network: str
+    ip: str
+    ip6: Optional[str] = None
+
+
+NETS = [
+    # First: the dual-stack network, whose gateway becomes the box's default route.
+    Net(PREFIX + "mac", "198.51.100.128/25", "198.51.100.129", "fd00:1d:1::/64"),
+    Net(PREFIX + "internet", "198.51.100.0/25", "198.51.100.1"),
+    Net(PREFIX + "lan", "192.168.77.0/24", "192.168.77.1"),
+    Net(PREFIX + "private", "10.77.0.0/24", "10.77.0.1"),
+    Net(PREFIX + "tailscale", "100.100.100.0/24", "100.100.100.1"),
+    Net(PREFIX + "metadata", "169.254.168.0/22", "169.254.168.1"),
+]
+
+TARGETS = [
+    Target("mac", PREFIX + "mac", "198.51.100.200", "fd00:1d:1::200"),
+    Target("internet", PREFIX + "internet", "198.51.100.10"),
+    Target("dns", PREFIX + "internet", "198.51.100.53"),
+    Target("router", PREFIX + "lan", "192.168.77.10"),
+    Target("lan10", PREFIX + "private", "10.77.0.10"),
+    Target("tailscale", PREFIX + "tailscale", "100.100.100.100"),
+    Target("metadata", PREFIX + "metadata", "169.254.169.254"),
+    Target("ecs-metadata", PREFIX + "metadata", "169.254.170.2"),
+]
+
+GATEWAY_LISTENER_REPLY = b"imd-test-listener:gateway\n"
+
+
+@dataclass
+class Topology:
+    nets: List[Net]
+    targets: Dict[str, Target]
+    gateway_ip: str  # the Mac as the box's default gateway: a listener on this host
+    extra_hosts: Dict[str, str]  # what Docker Desktop's names resolve to in this world
+    containers: list = field(default_factory=list)
+    _server: Optional[http.server.HTTPServer] = None
+
+    @property
+    def network_names(self) -> List[str]:
+        return [n.name for n in self.nets]
+
+    def url(self, target: str, path: str = "/") -> str:
+        return f"http://{self.targets[target].ip}{path}"
+
+
+class _GatewayHandler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 (http.server's naming)
+        self.send_response(200)
+        self.send_header("content-type", "text/plain")
+        self.end_headers()
+        self.wfile.write(GATEWAY_LISTENER_REPLY)
+
+    def log_message(self, *args):
+        pass
+
+
+def _remove_leftovers(client: docker.DockerClient) -> None:
+    # Anything still attached (listeners, boxes of an interrupted run) goes too:
+    # the subnets are fixed, so only one topology can exist at a time.
+    for n in client.networks.list(names=[n.name for n in NETS]):
+        n.reload()
+        for c in n.containers:
+            c.remove(force=True)
+        n.remove()
+
+
+def _create_network(client: docker.DockerClient, net: Net):
+    pools = [IPAMPool(subnet=net.subnet, gateway=net.gateway)]
+    if net.subnet6:
+        pools.append(IPAMPool(subnet=net.subnet6))
+    return client.networks.create(
+        net.name,
+        driver="bridge",
+        internal=True,  # never a route off this machine
+        enable_ipv6=bool(net.subnet6),
+        ipam=IPAMConfig(pool_configs=pools),
+        labels={"imd-test": "1"},
+    )
+
+
+def _start_listener(client: docker.DockerClient, image: str, target: Target):
+    networking = client.api.create_networking_config(
+        {target.network: client.api.create_endpoint_config(ipv4_address=target.ip, ipv6_address=target.ip6)}
+    )
+    host_config = client.api.create_host_config(network_mode=target.network)
+    cid = client.api.create_container(
+        image,
+        entrypoint=["node", "--input-type=module", "-e", LISTENER_JS],
+        command=[],
+        environment={"LISTENER_NAME": target.name},
+        labels={"imd-test": "1"},
+        name=f"{PREFIX}listener-{target.name}",
+        host_config=host_config,
+        networking_config=networking,
+    )["Id"]
+    client.api.start(cid)
+    return client.containers.get(cid)
+
+
+def _wait_listening(container, timeout: float = 20.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if b"listening:" in container.logs():
+            return
+        container.reload()
+        if container.status == "exited":
+            raise RuntimeError(f"listener {container.name} died: {container.logs().decode()}")
+        time.sleep(0.2)
+    raise RuntimeError(f"listener {container.name} did not start")
+
+
+def build(client: docker.DockerClient, image: str) -> Topology:
+    _remove_leftovers(client)
+    for net in NETS:
+        _create_network(client, net)
+    topo = Topology(
+        nets=list(NETS),
+        targets={t.name: t for t in TARGETS},
+        gateway_ip=NETS[0].gateway,
+        extra_hosts={
+            "host.docker.internal": TARGETS[0].ip,
+            "gateway.docker.internal": TARGETS[0].ip,
+        },
+    )
+    topo.containers = [_start_listener(client, image, t) for t in TARGETS]
+    for c in topo.containers:
+        _wait_listening(c)
+    # The gateway address lives on this host's bridge: the listener is ours, on this host.
+    server = http.server.ThreadingHTTPServer((topo.gateway_ip, 80), _GatewayHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    topo._server = server
+    return topo
+
+
+def teardown(client: docker.DockerClient, topo: Topology) -> None:
+    if topo._server:
+        topo._server.shutdown()
+        topo._server.server_close()
+    _remove_leftovers(client)

@@ -16,5 +16,8 @@ echo "debootstrap trixie (minbase) into $root ..."
 debootstrap --variant=minbase trixie "$root" >"$root.log" 2>&1 \
   || { tail -20 "$root.log" >&2; echo "debootstrap failed (log above)" >&2; exit 1; }
 rm -f "$root.log"
+# Like debian:trixie-slim: no downloaded .debs, package lists, docs or man pages.
+rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* \
+  "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/*
 tar -C "$root" -c . | docker import - "$name"
 echo "made base image $name"

@@ -36,7 +36,9 @@ RUN npm ci --ignore-scripts --no-audit --no-fund \
  && mkdir -p /out/bin /out/lib/node_modules /out/opt \
  && cp "node_modules/node-linux-${node_arch}/bin/node" /out/bin/node \
  && for tool in forge cast anvil chisel; do \
-      cp "node_modules/@foundry-rs/${tool}-linux-${foundry_arch}/bin/${tool}" "/out/bin/${tool}"; \
+      src="node_modules/@foundry-rs/${tool}-linux-${foundry_arch}/bin/${tool}"; \
+      if [ "$tool/$foundry_arch" = chisel/arm64 ]; then echo "chisel 1.7.1 has no linux-arm64 package: skipped"; continue; fi; \
+      cp "$src" "/out/bin/${tool}"; \
     done \
  && mv node_modules/npm /out/lib/node_modules/npm \
  && mkdir -p /out/opt/playwright-mcp \

@@ -1,0 +1,100 @@
+"""The one definition of the box's run flags (unit tests; no engine needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from imdbox import names, runflags
+from imdbox.runflags import CAPABILITIES, EngineLimits, RunFlags
+
+GIB = 1024**3
+
+
+def flags(cpus=8, memory=16 * GIB, **kw) -> RunFlags:
+    return RunFlags(limits=EngineLimits(cpus=cpus, memory=memory), **kw)
+
+
+def test_only_the_entrypoints_capabilities():
+    kw = flags().sdk_kwargs()
+    assert kw["cap_drop"] == ["ALL"]
+    assert sorted(kw["cap_add"]) == ["NET_ADMIN", "SETGID", "SETPCAP", "SETUID"]
+    assert "privileged" not in kw
+
+
+def test_no_new_privileges_and_the_boxs_seccomp_profile():
+    kw = flags().sdk_kwargs()
+    assert "no-new-privileges:true" in kw["security_opt"]
+    seccomp = [o for o in kw["security_opt"] if o.startswith("seccomp=")]
+    assert seccomp == ["seccomp=" + runflags.seccomp_path().read_text()]
+
+
+@pytest.mark.parametrize(
+    "engine_cpus, engine_mem, want_cpus, want_mem",
+    [(8, 16 * GIB, 4.0, 6 * GIB), (2, 16 * GIB, 2.0, 6 * GIB), (8, 4 * GIB, 4.0, 4 * GIB), (1, 2 * GIB, 1.0, 2 * GIB)],
+)
+def test_cpus_and_memory_never_exceed_the_engine(engine_cpus, engine_mem, want_cpus, want_mem):
+    kw = flags(engine_cpus, engine_mem).sdk_kwargs()
+    assert kw["nano_cpus"] == int(want_cpus * 1e9)
+    assert kw["mem_limit"] == want_mem
+    assert kw["memswap_limit"] == want_mem  # swap equal: no swap beyond memory
+
+
+def test_limits_from_docker_info():
+    assert EngineLimits.from_info({"NCPU": 6, "MemTotal": 8 * GIB}) == EngineLimits(6, 8 * GIB)
+
+
+def test_pids_shm_hostname():
+    kw = flags().sdk_kwargs()
+    assert kw["pids_limit"] == runflags.PIDS_LIMIT > 0
+    assert kw["shm_size"] == runflags.SHM_SIZE >= 256 * 1024**2
+    assert kw["hostname"] == names.HOSTNAME
+
+
+def test_the_volume_is_the_only_mount_and_nothing_is_published():
+    kw = flags().sdk_kwargs()
+    assert kw["volumes"] == {names.VOLUME: {"bind": "/home/imd", "mode": "rw"}}
+    for forbidden in ("mounts", "devices", "ports", "publish_all_ports", "privileged", "pid_mode", "ipc_mode"):
+        assert forbidden not in kw, forbidden
+    assert kw["network"] == "bridge"
+
+
+def test_restart_only_for_the_worker_and_labels_mark_the_box():
+    assert "restart_policy" not in flags().sdk_kwargs()
+    assert flags(restart=True).sdk_kwargs()["restart_policy"] == {"Name": "unless-stopped"}
+    assert flags(role="check").sdk_kwargs()["labels"] == {names.LABEL: "1", names.LABEL + ".role": "check"}
+
+
+def _cli_pairs(args):
+    pairs = []
+    it = iter(args)
+    for a in it:
+        if a.startswith("--") and a not in ("--interactive", "--tty"):
+            pairs.append((a, next(it)))
+    return pairs
+
+
+def test_cli_args_are_the_same_box():
+    """The shell's `docker run` gets exactly the flags the SDK path gets."""
+    f = flags(cpus=3, memory=5 * GIB, name="imd-box-shell", command=["bash"], interactive=True)
+    kw = f.sdk_kwargs()
+    args = f.cli_args()
+    pairs = _cli_pairs(args[: args.index(f.image)])
+    assert args[args.index(f.image) :] == [f.image, "bash"]
+    opts = dict()
+    for k, v in pairs:
+        opts.setdefault(k, []).append(v)
+    assert opts["--cap-drop"] == kw["cap_drop"]
+    assert sorted(opts["--cap-add"]) == sorted(kw["cap_add"])
+    assert opts["--security-opt"] == ["no-new-privileges:true", f"seccomp={runflags.seccomp_path()}"]
+    assert float(opts["--cpus"][0]) * 1e9 == kw["nano_cpus"]
+    assert int(opts["--memory"][0]) == kw["mem_limit"] == int(opts["--memory-swap"][0]) == kw["memswap_limit"]
+    assert int(opts["--pids-limit"][0]) == kw["pids_limit"]
+    assert int(opts["--shm-size"][0]) == kw["shm_size"]
+    assert opts["--hostname"] == [kw["hostname"]]
+    assert opts["--mount"] == [f"type=volume,source={names.VOLUME},target=/home/imd"]
+    assert opts["--network"] == [kw["network"]]
+    assert sorted(opts["--label"]) == sorted(f"{k}={v}" for k, v in kw["labels"].items())
+    assert opts["--name"] == [kw["name"]]
+    assert "--interactive" in args and "--tty" in args
+    for forbidden in ("--privileged", "--volume", "-v", "--publish", "-p", "--device", "--pid", "--ipc"):
+        assert forbidden not in args

@@ -12,8 +12,9 @@ import io
 import re
 import subprocess
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional
+from typing import Callable, Optional
 
 from . import names
 
@@ -27,12 +28,12 @@ class BuildError(Exception):
     """The image did not build; the message says why and what to do."""
 
 
-def split_certificates(text: str) -> List[str]:
+def split_certificates(text: str) -> list[str]:
     """Each PEM certificate in a file or bundle, in order."""
     return [m.group(0) + "\n" for m in _PEM.finditer(text)]
 
 
-def read_ca_file(path: Path) -> List[str]:
+def read_ca_file(path: Path) -> list[str]:
     try:
         text = path.read_text()
     except OSError as exc:
@@ -53,7 +54,7 @@ def _filter(info: tarfile.TarInfo) -> Optional[tarfile.TarInfo]:
     return info
 
 
-def context_tar(root: Path = names.REPO_ROOT, ca_certs: Optional[List[str]] = None) -> io.BytesIO:
+def context_tar(root: Path = names.REPO_ROOT, ca_certs: Optional[list[str]] = None) -> io.BytesIO:
     """The build context as an in-memory tar: the Dockerfile's inputs and the CA files."""
     missing = [f for f in CONTEXT_FILES if not (root / f).exists()]
     if missing:
@@ -80,7 +81,7 @@ def git_revision(root: Path = names.REPO_ROOT) -> str:
     return out.stdout.strip() or "unknown"
 
 
-def build_args(base_image: str, version: str, revision: str) -> Dict[str, str]:
+def build_args(base_image: str, version: str, revision: str) -> dict[str, str]:
     return {"BASE_IMAGE": base_image, "VERSION": version, "REVISION": revision}
 
 
@@ -115,7 +116,7 @@ def build_image(
         decode=True,
     )
     image_id = None
-    recent: List[str] = []
+    recent: list[str] = []
     for event in stream:
         if "error" in event:
             detail = "\n".join(recent[-15:])

@@ -8,9 +8,10 @@ A check that passes therefore speaks for the worker's own box.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Optional
 
 from . import names
 
@@ -44,7 +45,7 @@ class EngineLimits:
     memory: int  # bytes
 
     @classmethod
-    def from_info(cls, info: dict) -> "EngineLimits":
+    def from_info(cls, info: dict) -> EngineLimits:
         return cls(cpus=int(info["NCPU"]), memory=int(info["MemTotal"]))
 
 
@@ -57,7 +58,7 @@ class RunFlags:
     role: str = "worker"  # worker | setup | shell | status | check: a label, never a wall
     network: str = "bridge"
     volume: str = names.VOLUME
-    environment: Dict[str, str] = field(default_factory=dict)
+    environment: dict[str, str] = field(default_factory=dict)
     restart: bool = False  # only the long-running worker restarts with Docker
     interactive: bool = False
 
@@ -70,10 +71,10 @@ class RunFlags:
         return min(MAX_MEMORY, self.limits.memory)
 
     @property
-    def labels(self) -> Dict[str, str]:
+    def labels(self) -> dict[str, str]:
         return {names.LABEL: "1", f"{names.LABEL}.role": self.role}
 
-    def security_opts(self, seccomp: str) -> List[str]:
+    def security_opts(self, seccomp: str) -> list[str]:
         return ["no-new-privileges:true", f"seccomp={seccomp}"]
 
     def sdk_kwargs(self) -> dict:
@@ -107,7 +108,7 @@ class RunFlags:
             kwargs["restart_policy"] = {"Name": "unless-stopped"}
         return kwargs
 
-    def cli_args(self) -> List[str]:
+    def cli_args(self) -> list[str]:
         """The same box as `docker run` arguments (for the interactive shell)."""
         args = ["--cap-drop", "ALL"]
         for cap in CAPABILITIES:

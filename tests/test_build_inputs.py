@@ -29,13 +29,13 @@ def test_a_file_without_certificates_is_refused_clearly(tmp_path):
 
 
 def test_context_holds_only_the_dockerfiles_inputs_and_the_given_certs():
-    tar = tarfile.open(fileobj=build.context_tar(ca_certs=[CERT.format(n="A"), CERT.format(n="B")]))
-    members = tar.getnames()
-    tops = {m.split("/")[0] for m in members}
-    assert tops == set(build.CONTEXT_FILES)
-    assert [m for m in members if m.endswith(".crt")] == ["ca/extra-000.crt", "ca/extra-001.crt"]
-    assert tar.extractfile("ca/extra-001.crt").read().decode() == CERT.format(n="B")
-    assert all(m.mtime == 0 and m.uid == 0 for m in tar.getmembers()), "context must be reproducible for the cache"
+    with tarfile.open(fileobj=build.context_tar(ca_certs=[CERT.format(n="A"), CERT.format(n="B")])) as tar:
+        members = tar.getnames()
+        tops = {m.split("/")[0] for m in members}
+        assert tops == set(build.CONTEXT_FILES)
+        assert [m for m in members if m.endswith(".crt")] == ["ca/extra-000.crt", "ca/extra-001.crt"]
+        assert tar.extractfile("ca/extra-001.crt").read().decode() == CERT.format(n="B")
+        assert all(m.mtime == 0 and m.uid == 0 for m in tar.getmembers()), "context must be reproducible for the cache"
 
 
 def test_context_is_identical_twice():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from imdbox import names, runflags
-from imdbox.runflags import CAPABILITIES, EngineLimits, RunFlags
+from imdbox.runflags import EngineLimits, RunFlags
 
 GIB = 1024**3
 

@@ -25,7 +25,7 @@ import http.server
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Optional
 
 import docker
 from docker.types import IPAMConfig, IPAMPool
@@ -76,15 +76,15 @@ GATEWAY_LISTENER_REPLY = b"imd-test-listener:gateway\n"
 
 @dataclass
 class Topology:
-    nets: List[Net]
-    targets: Dict[str, Target]
+    nets: list[Net]
+    targets: dict[str, Target]
     gateway_ip: str  # the Mac as the box's default gateway: a listener on this host
-    extra_hosts: Dict[str, str]  # what Docker Desktop's names resolve to in this world
+    extra_hosts: dict[str, str]  # what Docker Desktop's names resolve to in this world
     containers: list = field(default_factory=list)
     _server: Optional[http.server.HTTPServer] = None
 
     @property
-    def network_names(self) -> List[str]:
+    def network_names(self) -> list[str]:
         return [n.name for n in self.nets]
 
     def url(self, target: str, path: str = "/") -> str:
@@ -92,7 +92,7 @@ class Topology:
 
 
 class _GatewayHandler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 (http.server's naming)
+    def do_GET(self):
         self.send_response(200)
         self.send_header("content-type", "text/plain")
         self.end_headers()

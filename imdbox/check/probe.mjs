@@ -1,0 +1,668 @@
+// `box check`'s probes. Runs INSIDE a throwaway box, as the box's command: after
+// the entrypoint has set the firewall and dropped to `imd`, so every probe sees
+// exactly what the worker sees. Shipped as `node --input-type=module -e <this>
+// <config-json>`; prints one line "IMD-BOX-CHECK <json>" with
+// {"results": [{"id", "ok", "detail"}, ...]}.
+//
+// Rules every probe keeps:
+//  - A probe that cannot run (tool missing, timeout, crash) is a FAIL, never ok.
+//  - A network wall is ok only on a refusal by the box's own firewall: an
+//    immediate EHOSTUNREACH/EACCES/EPERM/ENETUNREACH. A connection, or a reset
+//    from the far side (ECONNREFUSED: the packet got there), or silence is FAIL.
+//  - Secrets are never printed: only whether they could be read.
+import { spawn } from "node:child_process";
+import dgram from "node:dgram";
+import dns from "node:dns";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+
+const cfg = JSON.parse(process.argv[1] || "{}");
+const HOME = cfg.home || os.homedir();
+const PORT = cfg.port || 80;
+const CONNECT_MS = cfg.connect_ms || 2000;
+const TOOL_MS = cfg.tool_ms || 6000;
+// EADDRNOTAVAIL: no source address for that family at all (IPv6 on a v4-only network).
+const REFUSALS = new Set(["EHOSTUNREACH", "EACCES", "EPERM", "ENETUNREACH", "EADDRNOTAVAIL"]);
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const short = (s, n = 160) => {
+  const t = String(s ?? "").replace(/\s+/g, " ").trim();
+  return t.length > n ? t.slice(0, n - 1) + "…" : t;
+};
+
+/** Run a program; never throws. {code, out, err, missing, timedOut, spawnError} */
+function run(cmd, args = [], { timeout = TOOL_MS, input = null, env = process.env } = {}) {
+  return new Promise((resolve) => {
+    let out = "";
+    let err = "";
+    let timedOut = false;
+    let child;
+    try {
+      child = spawn(cmd, args, { env, stdio: [input === null ? "ignore" : "pipe", "pipe", "pipe"] });
+    } catch (e) {
+      resolve({ code: null, out, err: String(e), missing: e.code === "ENOENT", spawnError: e.code || String(e) });
+      return;
+    }
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill("SIGKILL");
+    }, timeout);
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (err += d));
+    if (input !== null) child.stdin.end(input);
+    child.on("error", (e) => {
+      clearTimeout(timer);
+      resolve({ code: null, out, err: err || String(e), missing: e.code === "ENOENT", spawnError: e.code || String(e) });
+    });
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, out, err, missing: false, timedOut });
+    });
+  });
+}
+
+/** Why a tool run is not usable evidence, or null when it ran. */
+function unusable(name, r) {
+  if (r.missing) return `${name} is missing from the box`;
+  if (r.spawnError) return `${name} could not run: ${r.spawnError}`;
+  if (r.timedOut) return `${name} timed out`;
+  return null;
+}
+
+function statusFields(pid = "self") {
+  const fields = {};
+  for (const line of fs.readFileSync(`/proc/${pid}/status`, "utf8").split("\n")) {
+    const i = line.indexOf(":");
+    if (i > 0) fields[line.slice(0, i)] = line.slice(i + 1).trim();
+  }
+  return fields;
+}
+
+/** TCP connect: refused (by a filter) | reached (connected or reset by the peer) | timeout | error. */
+function tcp(host, port = PORT, ms = CONNECT_MS) {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const sock = net.connect({ host, port });
+    const done = (outcome, how) => {
+      clearTimeout(timer);
+      sock.destroy();
+      resolve({ outcome, how, ms: Date.now() - started });
+    };
+    const timer = setTimeout(() => done("timeout", `no answer in ${ms} ms`), ms);
+    sock.once("connect", () => done("reached", "connected"));
+    sock.once("error", (e) => {
+      if (REFUSALS.has(e.code)) done("refused", e.code);
+      else if (e.code === "ECONNREFUSED") done("reached", "reset by the far side (ECONNREFUSED)");
+      else done("error", e.code || String(e));
+    });
+  });
+}
+
+/** UDP send: refused (the send failed at the filter) | sent (it left the box) | answered. */
+function udp(host, port, { broadcast = false, payload = Buffer.from("imd-box-check"), wait = 300 } = {}) {
+  return new Promise((resolve) => {
+    const type = net.isIPv6(host) ? "udp6" : "udp4";
+    const sock = dgram.createSocket(type);
+    let settled = false;
+    const done = (outcome, how) => {
+      if (settled) return;
+      settled = true;
+      try {
+        sock.close();
+      } catch {}
+      resolve({ outcome, how });
+    };
+    sock.on("error", (e) => done(REFUSALS.has(e.code) ? "refused" : "error", e.code || String(e)));
+    sock.on("message", () => done("answered", "an answer came back"));
+    sock.bind(0, () => {
+      if (broadcast) sock.setBroadcast(true);
+      sock.send(payload, port, host, (e) => {
+        if (e) done(REFUSALS.has(e.code) ? "refused" : "error", e.code || String(e));
+        else setTimeout(() => done("sent", "the packet left the box"), wait);
+      });
+    });
+  });
+}
+
+/** Several refusal probes; ok only if every one was refused. */
+async function refusedAll(label, probes) {
+  const results = await Promise.all(probes.map(async ([name, p]) => [name, await p]));
+  const bad = results.filter(([, r]) => r.outcome !== "refused");
+  if (results.length === 0) return { ok: false, detail: `${label}: nothing to probe` };
+  if (bad.length) return { ok: false, detail: bad.map(([n, r]) => `${n}: ${r.outcome.toUpperCase()} (${r.how})`).join("; ") };
+  return { ok: true, detail: results.map(([n, r]) => `${n} ${r.how}`).join(", ") };
+}
+
+const dnsQuery = () =>
+  // A minimal DNS query for "." NS: harmless if it ever got out.
+  Buffer.from([0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1]);
+
+// ------------------------------------------------------------------ the walls
+
+async function user() {
+  const uid = process.getuid();
+  const gid = process.getgid();
+  const groups = process.getgroups();
+  const name = os.userInfo().username;
+  const detail = `uid ${uid} (${name}), gid ${gid}, groups ${groups.join(",") || "none"}`;
+  const ok = uid === cfg.expect.uid && name === cfg.expect.user && uid !== 0 && gid !== 0 && !groups.includes(0);
+  return { ok, detail: ok ? detail : `${detail}: expected uid ${cfg.expect.uid} (${cfg.expect.user}), never root` };
+}
+
+async function capabilities() {
+  const s = statusFields();
+  const sets = ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"];
+  const held = sets.filter((k) => !/^0+$/.test(s[k] || "x"));
+  if (held.length) return { ok: false, detail: `not empty: ${held.map((k) => `${k}=${s[k]}`).join(" ")}` };
+  return { ok: true, detail: "CapInh CapPrm CapEff CapBnd CapAmb all 0" };
+}
+
+async function noNewPrivs() {
+  const nnp = statusFields().NoNewPrivs;
+  // su is setuid root: without no_new_privs it runs as euid 0 and waits for a password.
+  const su = "/usr/bin/su";
+  if (!fs.existsSync(su)) return { ok: false, detail: `NoNewPrivs ${nnp}; ${su} is missing: cannot show setuid giving nothing` };
+  let child;
+  try {
+    child = spawn(su, ["root", "-c", "true"], { stdio: ["pipe", "ignore", "pipe"] });
+  } catch (e) {
+    return { ok: false, detail: `NoNewPrivs ${nnp}; su could not run: ${e.code || e}` };
+  }
+  child.on("error", () => {});
+  let status = null;
+  for (let i = 0; i < 40 && child.exitCode === null; i++) {
+    await sleep(25);
+    try {
+      const s = statusFields(child.pid);
+      if (s.Name === "su") status = s;
+      if (status && i >= 4) break;
+    } catch {
+      break;
+    }
+  }
+  child.kill("SIGKILL");
+  if (!status) return { ok: false, detail: `NoNewPrivs ${nnp}; could not observe setuid su` };
+  const euid = status.Uid.split(/\s+/)[1];
+  const mine = String(process.geteuid());
+  const ok = nnp === "1" && euid === mine && /^0+$/.test(status.CapEff);
+  return { ok, detail: `NoNewPrivs ${nnp}; setuid-root su ran as euid ${euid}${euid === mine ? " (no gain)" : " (GAINED)"}, CapEff ${status.CapEff}` };
+}
+
+async function seccomp() {
+  const s = statusFields();
+  // personality(ADDR_NO_RANDOMIZE) needs no privilege but Docker's filter refuses it.
+  const r = await run("setarch", [os.machine(), "-R", "true"]);
+  const why = unusable("setarch", r);
+  const mode = `Seccomp ${s.Seccomp} (filters: ${s.Seccomp_filters ?? "?"})`;
+  if (why) return { ok: false, detail: `${mode}; ${why}` };
+  const blocked = r.code !== 0;
+  const ok = s.Seccomp === "2" && blocked;
+  return {
+    ok,
+    detail: `${mode}; personality(ADDR_NO_RANDOMIZE) ${blocked ? "refused" : "ALLOWED"}${blocked ? "" : " (no filter in force)"}`,
+  };
+}
+
+function mountinfo() {
+  return fs
+    .readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => {
+      const [pre, post] = line.split(" - ");
+      const f = pre.split(" ");
+      const g = post.split(" ");
+      const unesc = (s) => s.replace(/\\(\d{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8)));
+      return { root: unesc(f[3]), point: unesc(f[4]), fstype: g[0], source: g[1] };
+    });
+}
+
+const PSEUDO_FS = new Set(["proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2", "shm"]);
+const DOCKER_FILES = new Set(["/etc/resolv.conf", "/etc/hostname", "/etc/hosts"]);
+const SOCKETS = [
+  "/var/run/docker.sock",
+  "/run/docker.sock",
+  "/run/host-services/docker.proxy.sock",
+  "/run/host-services/ssh-auth.sock",
+  "/var/run/docker/docker.sock",
+];
+
+async function mounts() {
+  const seen = [];
+  const bad = [];
+  for (const m of mountinfo()) {
+    if (m.point === "/") {
+      seen.push("image");
+      continue;
+    }
+    if (PSEUDO_FS.has(m.fstype)) continue;
+    if (DOCKER_FILES.has(m.point) && m.root.includes("/containers/")) continue;
+    if (m.point === HOME && /\/volumes\/[^/]+\/_data$/.test(m.root)) {
+      seen.push(`volume at ${HOME}`);
+      continue;
+    }
+    bad.push(`${m.root} (${m.fstype}) at ${m.point}`);
+  }
+  const sockets = [...SOCKETS, path.join(HOME, ".docker/run/docker.sock")].filter((p) => {
+    try {
+      return fs.statSync(p).isSocket();
+    } catch {
+      return false;
+    }
+  });
+  if (sockets.length) bad.push(`Docker socket at ${sockets.join(", ")}`);
+  if (bad.length) return { ok: false, detail: `host mounts: ${bad.join("; ")}` };
+  return { ok: true, detail: `only the image, the volume at ${HOME} and Docker's pseudo filesystems; no Docker socket` };
+}
+
+async function iptablesAttempts(prefix = []) {
+  // prefix: a jail to run the attempts in (e.g. ["unshare", "-U", "-r", "--"]).
+  const tool = prefix.length ? prefix[0] : null;
+  const attempt = async (label, args) => {
+    const argv = [...prefix, ...args];
+    const r = await run(argv[0], argv.slice(1));
+    const why = unusable(tool || args[0], r);
+    if (why) return { label, ran: false, why };
+    return { label, ran: true, allowed: r.code === 0, msg: short(r.err || r.out, 90) };
+  };
+  // Listing first, then the changes: a change that got through would open the wall.
+  const list = await attempt("list", ["iptables", "-w", "-S"]);
+  const list6 = await attempt("list v6", ["ip6tables", "-w", "-S"]);
+  const change = await attempt("insert ACCEPT", ["iptables", "-w", "-I", "OUTPUT", "1", "-j", "ACCEPT"]);
+  const flush = await attempt("flush", ["iptables", "-w", "-F", "OUTPUT"]);
+  return [list, list6, change, flush];
+}
+
+function judgeAttempts(attempts) {
+  const notRun = attempts.filter((a) => !a.ran);
+  if (notRun.length) return { ok: false, detail: notRun.map((a) => `${a.label}: ${a.why}`).join("; ") };
+  const allowed = attempts.filter((a) => a.allowed);
+  if (allowed.length) return { ok: false, detail: `ALLOWED: ${allowed.map((a) => a.label).join(", ")}` };
+  const why = attempts[0].msg.includes("Permission denied") ? "Permission denied" : attempts[0].msg;
+  return { ok: true, detail: `${attempts.map((a) => a.label).join(", ")}: refused (${why})` };
+}
+
+async function firewall() {
+  const j = judgeAttempts(await iptablesAttempts());
+  return { ok: j.ok, detail: `as imd: ${j.detail}` };
+}
+
+async function addressesOf(name) {
+  try {
+    const found = await dns.promises.lookup(name, { all: true, family: 4 });
+    return found.map((a) => a.address);
+  } catch {
+    return [];
+  }
+}
+
+function gatewaysV4() {
+  const out = new Set();
+  try {
+    for (const line of fs.readFileSync("/proc/net/route", "utf8").split("\n").slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length > 2 && f[2] !== "00000000") {
+        const h = f[2];
+        out.add([6, 4, 2, 0].map((i) => parseInt(h.slice(i, i + 2), 16)).join("."));
+      }
+    }
+  } catch {}
+  return [...out];
+}
+
+function gatewaysV6() {
+  const out = new Set();
+  try {
+    for (const line of fs.readFileSync("/proc/net/ipv6_route", "utf8").split("\n")) {
+      const f = line.trim().split(/\s+/);
+      if (f.length > 4 && !/^0+$/.test(f[4])) out.add(f[4].match(/.{4}/g).join(":").replace(/\b0{1,3}/g, ""));
+    }
+  } catch {}
+  return [...out];
+}
+
+async function mac() {
+  const probes = [];
+  const names = [];
+  for (const name of cfg.targets.mac_names) {
+    const addrs = await addressesOf(name);
+    if (addrs.length) names.push(name);
+    for (const a of addrs) probes.push([`${name} ${a}:${PORT}`, tcp(a)]);
+  }
+  for (const gw of gatewaysV4()) probes.push([`gateway ${gw}:${PORT}`, tcp(gw)]);
+  if (!probes.length) return { ok: false, detail: "no gateway and no host.docker.internal: nothing to probe" };
+  return refusedAll("the Mac", probes);
+}
+
+const ipList = (key, port = PORT) => cfg.targets[key].map((a) => [`${a}:${port}`, tcp(a, port)]);
+
+async function lan() {
+  return refusedAll("private ranges", ipList("lan"));
+}
+async function tailscale() {
+  return refusedAll("Tailscale", ipList("tailscale"));
+}
+async function metadata() {
+  return refusedAll("metadata", ipList("metadata"));
+}
+
+async function multicast() {
+  return refusedAll(
+    "multicast",
+    cfg.targets.multicast.map(([a, port]) => [`udp ${a}:${port}`, udp(a, port, { broadcast: a.endsWith(".255") })]),
+  );
+}
+
+async function ipv6() {
+  const hasV6 = fs.existsSync("/proc/net/if_inet6") && fs.readFileSync("/proc/net/if_inet6", "utf8").trim().length > 0;
+  const targets = new Set(cfg.targets.ipv6);
+  for (const gw of gatewaysV6()) targets.add(gw);
+  const probes = [...targets].map((a) => [`[${a}]:${PORT}`, tcp(a)]);
+  for (const [a, port] of cfg.targets.multicast6) probes.push([`udp [${a}]:${port}`, udp(a, port)]);
+  const r = await refusedAll("IPv6", probes);
+  const global = hasV6
+    ? fs
+        .readFileSync("/proc/net/if_inet6", "utf8")
+        .split("\n")
+        .filter((l) => l && !l.startsWith("00000000000000000000000000000001") && !l.startsWith("fe80"))
+    : [];
+  return { ok: r.ok, detail: `${global.length ? `v6 addresses here: ${global.length}; ` : "no v6 address here; "}${r.detail}` };
+}
+
+async function dnsWall() {
+  let resolved;
+  try {
+    const resolver = new dns.promises.Resolver({ timeout: 2000, tries: 1 });
+    resolved = await resolver.resolve4(cfg.dns_name);
+  } catch (e) {
+    resolved = e;
+  }
+  const probes = [];
+  for (const server of cfg.targets.dns_servers) {
+    probes.push([`udp ${server}:53`, udp(server, 53, { payload: dnsQuery(), wait: 500 })]);
+    probes.push([`tcp ${server}:53`, tcp(server, 53)]);
+  }
+  const other = await refusedAll("other DNS servers", probes);
+  const servers = dns.getServers().join(",");
+  const lookedUp = Array.isArray(resolved);
+  const first = lookedUp
+    ? `${cfg.dns_name} -> ${resolved[0]} via ${servers}`
+    : `${cfg.dns_name} did NOT resolve via ${servers} (${resolved.code || resolved})`;
+  return { ok: lookedUp && other.ok, detail: `${first}; other servers: ${other.detail}` };
+}
+
+async function internet() {
+  const started = Date.now();
+  try {
+    const res = await fetch(cfg.internet_url, { signal: AbortSignal.timeout(cfg.internet_ms || 6000), redirect: "manual" });
+    await res.arrayBuffer().catch(() => null);
+    return { ok: true, detail: `GET ${cfg.internet_url} -> ${res.status} in ${Date.now() - started} ms` };
+  } catch (e) {
+    const cause = e.cause ? e.cause.code || e.cause.message : e.name === "TimeoutError" ? "timed out" : e.message;
+    return { ok: false, detail: `GET ${cfg.internet_url} failed: ${short(cause, 100)}` };
+  }
+}
+
+async function browser() {
+  const script = cfg.browser_check;
+  if (!fs.existsSync(script)) return { ok: false, detail: `${script} is missing from the image` };
+  const r = await run(process.execPath, [script], { timeout: cfg.browser_ms || 8000 });
+  const why = unusable("the browser check", r);
+  if (why) return { ok: false, detail: why };
+  const last = r.out.trim().split("\n").pop() || "";
+  try {
+    const j = JSON.parse(last);
+    return { ok: j.ok === true && r.code === 0, detail: short(j.detail, 200) || `exit ${r.code}` };
+  } catch {
+    return { ok: false, detail: `no result line (exit ${r.code}): ${short(r.err || r.out, 120)}` };
+  }
+}
+
+// The secrets the home holds once set up. Paths follow the tools' own env vars.
+function secretPaths() {
+  const claudeDir = process.env.CLAUDE_CONFIG_DIR || path.join(HOME, ".claude");
+  const imdDir = process.env.IDENTITYMD_HOME || path.join(HOME, ".identitymd");
+  return { claudeDir, imdDir, claudeLogin: path.join(claudeDir, ".credentials.json"), deviceKey: path.join(imdDir, "config.json") };
+}
+
+const CANARY = ".imd-box-check-canary";
+
+/** Files the jail must not read: the real login and key when present, else a canary beside them. */
+function jailTargets() {
+  const p = secretPaths();
+  const made = [];
+  const targets = [];
+  for (const [label, dir, file] of [
+    ["the Claude login", p.claudeDir, p.claudeLogin],
+    ["the device key", p.imdDir, p.deviceKey],
+  ]) {
+    if (fs.existsSync(file)) {
+      targets.push([label, file]);
+      continue;
+    }
+    if (!fs.existsSync(dir)) {
+      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+      made.push(dir);
+    }
+    const canary = path.join(dir, CANARY);
+    fs.writeFileSync(canary, "imd-box check canary: the read jail must not see this\n", { mode: 0o600 });
+    made.push(canary);
+    targets.push([`${label} (canary)`, canary]);
+  }
+  return { targets, made };
+}
+
+function cleanup(made) {
+  for (const p of [...made].reverse()) {
+    try {
+      fs.statSync(p).isDirectory() ? fs.rmdirSync(p) : fs.unlinkSync(p);
+    } catch {}
+  }
+}
+
+async function readJail() {
+  const { targets, made } = jailTargets();
+  try {
+    // Control: the worker itself reads each target, so the jail's refusal means something.
+    for (const [label, file] of targets) {
+      try {
+        fs.closeSync(fs.openSync(file, "r"));
+      } catch (e) {
+        return { ok: false, detail: `${label}: the worker itself cannot open ${file} (${e.code}): nothing to prove` };
+      }
+    }
+    // The jail as Claude's sandbox builds it: everything read-only, the home hidden by a tmpfs.
+    // (No --proc: Docker masks /proc, so bwrap cannot mount a fresh one.)
+    const paths = targets.map(([, f]) => f);
+    const viaProc = targets.map(([, f]) => `/proc/${process.pid}/root${f}`);
+    const script = 'for f in "$@"; do if head -c1 -- "$f" >/dev/null 2>&1; then echo "READ $f"; else echo "denied $f"; fi; done';
+    const r = await run("bwrap", [
+      "--new-session", "--die-with-parent", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+      "--unshare-cgroup-try", "--ro-bind", "/", "/", "--tmpfs", HOME, "--dev", "/dev",
+      "--", "/bin/sh", "-c", script, "jail", ...paths, ...viaProc,
+    ]); // prettier-ignore
+    const why = unusable("bwrap", r);
+    if (why) return { ok: false, detail: why };
+    if (r.code !== 0 || !r.out.includes("denied") && !r.out.includes("READ"))
+      return { ok: false, detail: `the jail did not start (exit ${r.code}): ${short(r.err, 120)}` };
+    const read = r.out.split("\n").filter((l) => l.startsWith("READ "));
+    if (read.length) return { ok: false, detail: `the jail READ ${read.map((l) => l.slice(5)).join(", ")}` };
+    return { ok: true, detail: `bwrap (home on a tmpfs) cannot read ${targets.map(([l]) => l).join(" or ")}; the worker can` };
+  } finally {
+    cleanup(made);
+  }
+}
+
+function nodeConnectScript(host, port, ms) {
+  return `import net from "node:net";const s=net.connect({host:${JSON.stringify(host)},port:${port}});
+const t=setTimeout(()=>{console.log("timeout");process.exit(0)},${ms});
+s.on("connect",()=>{console.log("reached connected");process.exit(0)});
+s.on("error",(e)=>{console.log((${JSON.stringify([...REFUSALS])}.includes(e.code)?"refused ":"reached ")+e.code);process.exit(0)});`;
+}
+
+async function jailedRoot() {
+  const jails = [
+    ["unshare -U -r", ["unshare", "-U", "-r", "--"]],
+    ["bwrap --uid 0", ["bwrap", "--unshare-user", "--uid", "0", "--gid", "0", "--cap-add", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--"]],
+  ];
+  const parts = [];
+  let ok = true;
+  for (const [name, prefix] of jails) {
+    const who = await run(prefix[0], [...prefix.slice(1), "/bin/sh", "-c", 'id -u; grep CapEff /proc/self/status']);
+    const why = unusable(prefix[0], who);
+    if (why || who.code !== 0 || !/^0\n/.test(who.out)) {
+      ok = false;
+      parts.push(`${name}: could not become root in a user namespace (${why || short(who.err, 80)})`);
+      continue;
+    }
+    const j = judgeAttempts(await iptablesAttempts(prefix));
+    if (!j.ok) ok = false;
+    parts.push(`${name}: ${j.detail}`);
+  }
+  // After those attempts, root in the jail still meets the wall.
+  const target = cfg.targets.jail_target;
+  const r = await run("unshare", ["-U", "-r", "--", process.execPath, "--input-type=module", "-e", nodeConnectScript(target, PORT, CONNECT_MS)]);
+  const why = unusable("unshare", r);
+  const outcome = why ? `could not run (${why})` : short(r.out, 60);
+  if (why || !outcome.startsWith("refused")) ok = false;
+  parts.push(`${target}:${PORT} from the jail: ${outcome}`);
+  return { ok, detail: parts.join("; ") };
+}
+
+function readNum(file) {
+  try {
+    return fs.readFileSync(file, "utf8").trim();
+  } catch {
+    return null;
+  }
+}
+
+async function resources() {
+  let cpus, memory, pids, version;
+  if (fs.existsSync("/sys/fs/cgroup/cgroup.controllers")) {
+    version = "v2";
+    const cpuMax = readNum("/sys/fs/cgroup/cpu.max");
+    if (cpuMax && !cpuMax.startsWith("max")) {
+      const [q, p] = cpuMax.split(/\s+/).map(Number);
+      cpus = q / p;
+    }
+    memory = readNum("/sys/fs/cgroup/memory.max");
+    pids = readNum("/sys/fs/cgroup/pids.max");
+  } else {
+    version = "v1";
+    const q = Number(readNum("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"));
+    const p = Number(readNum("/sys/fs/cgroup/cpu/cpu.cfs_period_us"));
+    if (q > 0 && p > 0) cpus = q / p;
+    memory = readNum("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+    pids = readNum("/sys/fs/cgroup/pids/pids.max");
+  }
+  const mem = memory && /^\d+$/.test(memory) ? Number(memory) : null;
+  const pid = pids && /^\d+$/.test(pids) ? Number(pids) : null;
+  const bad = [];
+  if (!(cpus > 0) || cpus > cfg.expect.cpus + 1e-6) bad.push(`cpus ${cpus ?? "unlimited"} (want ≤ ${cfg.expect.cpus})`);
+  // A v1 "unlimited" memory reads as a huge number; anything above the cap fails.
+  if (!mem || mem > cfg.expect.memory) bad.push(`memory ${mem ? gib(mem) : memory ?? "unreadable"} (want ≤ ${gib(cfg.expect.memory)})`);
+  if (!pid || pid > cfg.expect.pids) bad.push(`pids ${pids ?? "unreadable"} (want ≤ ${cfg.expect.pids})`);
+  const seen = `cpus ${cpus ?? "max"}, memory ${mem ? gib(mem) : memory}, pids ${pids} (cgroup ${version})`;
+  return bad.length ? { ok: false, detail: `no cap: ${bad.join(", ")}` } : { ok: true, detail: seen };
+}
+
+const gib = (n) => `${(n / 1024 ** 3).toFixed(1)} GiB`;
+
+async function secrets() {
+  const p = secretPaths();
+  const bad = [];
+  const checked = [];
+  // kind: "private-dir" (700), "dir" (nobody else may write), "file" (nobody else may read or write).
+  const check = (file, kind) => {
+    let st;
+    try {
+      st = fs.lstatSync(file);
+    } catch {
+      return;
+    }
+    const mode = st.mode & 0o777;
+    checked.push(path.relative(HOME, file) || "~");
+    if (st.uid !== cfg.expect.uid) bad.push(`${file} owned by uid ${st.uid}`);
+    if (kind === "private-dir" && mode !== 0o700) bad.push(`${file} mode ${mode.toString(8)} (want 700)`);
+    if (kind === "dir" && mode & 0o022) bad.push(`${file} mode ${mode.toString(8)} (others may write)`);
+    if (kind === "file" && mode & 0o077) bad.push(`${file} mode ${mode.toString(8)} (want 600)`);
+  };
+  check(HOME, "private-dir");
+  check(p.imdDir, "private-dir");
+  check(p.claudeDir, "dir");
+  const files = [p.claudeLogin, path.join(HOME, ".claude.json"), path.join(HOME, ".codex/auth.json"), path.join(HOME, ".git-credentials")];
+  try {
+    for (const f of fs.readdirSync(p.imdDir)) if (f !== CANARY) files.push(path.join(p.imdDir, f));
+  } catch {}
+  for (const f of files) check(f, "file");
+  if (bad.length) return { ok: false, detail: bad.join("; ") };
+  return { ok: true, detail: `${checked.join(", ")}: owned by imd, nobody else may read` };
+}
+
+async function image() {
+  const want = cfg.expect;
+  const bad = [];
+  const seen = [];
+  const node = process.version.replace(/^v/, "");
+  if (want.node ? node !== want.node : !node.startsWith("24.")) bad.push(`node ${node} (want ${want.node || "24.x"})`);
+  else seen.push(`node ${node}`);
+  const tools = [
+    ["git", ["--version"], /git version (\S+)/, null],
+    ["forge", ["--version"], /forge Version: (\S+)/, want.forge],
+    ["bwrap", ["--version"], /bubblewrap (\S+)/, null],
+    ["socat", ["-V"], /socat version (\S+)/, null],
+  ];
+  await Promise.all(
+    tools.map(async ([tool, args, re, pin]) => {
+      const r = await run(tool, args);
+      const why = unusable(tool, r);
+      const m = (r.out + r.err).match(re);
+      if (why || !m) bad.push(why || `${tool}: no version (exit ${r.code})`);
+      else if (pin && m[1] !== pin) bad.push(`${tool} ${m[1]} (want ${pin})`);
+      else seen.push(`${tool} ${m[1]}`);
+    }),
+  );
+  return bad.length ? { ok: false, detail: bad.join("; ") } : { ok: true, detail: seen.join(", ") };
+}
+
+// ------------------------------------------------------------------ run them all
+
+const CHECKS = {
+  user, capabilities, no_new_privs: noNewPrivs, seccomp, mounts, firewall, mac, lan, tailscale, metadata,
+  multicast, ipv6, dns: dnsWall, internet, browser, read_jail: readJail, jailed_root: jailedRoot, resources,
+  secrets, image,
+}; // prettier-ignore
+
+async function guarded(id, fn) {
+  const limit = cfg.check_ms || 9000;
+  let timer;
+  try {
+    return await Promise.race([
+      fn(),
+      new Promise((resolve) => {
+        timer = setTimeout(() => resolve({ ok: false, detail: `the probe timed out after ${limit} ms` }), limit);
+      }),
+    ]);
+  } catch (e) {
+    return { ok: false, detail: `the probe crashed: ${short(e && e.stack ? e.stack.split("\n")[0] : e, 150)}` };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// secrets reads modes before read_jail may add canaries beside them.
+const wanted = (cfg.only && cfg.only.length ? cfg.only : Object.keys(CHECKS)).filter((id) => CHECKS[id]);
+const secretsFirst = wanted.includes("secrets") ? guarded("secrets", CHECKS.secrets) : null;
+if (secretsFirst) await secretsFirst;
+const results = await Promise.all(
+  wanted.map(async (id) => {
+    const started = Date.now();
+    const r = id === "secrets" ? await secretsFirst : await guarded(id, CHECKS[id]);
+    return { id, ok: r.ok === true, detail: String(r.detail), ms: Date.now() - started };
+  }),
+);
+process.stdout.write(`IMD-BOX-CHECK ${JSON.stringify({ results })}\n`);
+process.exit(0);

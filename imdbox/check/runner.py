@@ -1,0 +1,214 @@
+"""Run the probes in a throwaway box with the worker's own flags and read back one result per wall.
+
+The box's command is the probe itself (`node -e probe.mjs <config>`), so it runs
+after the entrypoint has set the firewall and dropped to `imd`: the same
+capability sets, no_new_privs and seccomp filter the worker has. A `docker exec`
+would not have them.
+
+`mutate` and the `before_start`/`after_start` hooks exist for the tests, which
+break one wall in a throwaway box and show that exactly its line turns FAIL. The
+`box check` command never passes them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from urllib.parse import urlsplit
+
+from .. import names
+from ..runflags import PIDS_LIMIT, EngineLimits, RunFlags
+from .walls import WALLS
+
+PROBE_JS = Path(__file__).with_name("probe.mjs")
+RESULT_MARK = "IMD-BOX-CHECK "
+WALLS_UP = "walls up and verified"
+BROWSER_CHECK = "/usr/local/lib/imd-box/browser/check.mjs"
+# The IMD control plane's health URL (the worker's DEFAULT_SERVER, api.imd.fun).
+DEFAULT_INTERNET_URL = "https://api.imd.fun/health"
+PACKAGE_JSON = names.REPO_ROOT / "image" / "package.json"
+
+
+@dataclass(frozen=True)
+class Targets:
+    """What the network probes aim at. The defaults are for a real machine; the
+    tests aim at their own listeners on --internal networks."""
+
+    mac_names: Tuple[str, ...] = ("host.docker.internal", "gateway.docker.internal")
+    lan: Tuple[str, ...] = ("10.0.0.1", "172.16.0.1", "192.168.0.1", "192.168.1.1")
+    tailscale: Tuple[str, ...] = ("100.100.100.100", "100.64.0.1")
+    metadata: Tuple[str, ...] = ("169.254.169.254", "169.254.170.2")
+    multicast: Tuple[Tuple[str, int], ...] = (("224.0.0.251", 5353), ("239.255.255.250", 1900), ("255.255.255.255", 9))
+    multicast6: Tuple[Tuple[str, int], ...] = (("ff02::fb", 5353),)
+    ipv6: Tuple[str, ...] = ("2606:4700:4700::1111",)  # a public v6 address; v6 gateways are added inside
+    dns_servers: Tuple[str, ...] = ("1.1.1.1", "8.8.8.8")
+    jail_target: str = "169.254.169.254"  # what root in a user namespace tries to reach
+    dns_name: Optional[str] = None  # resolved through the box's resolver; default: the internet URL's host
+
+
+@dataclass(frozen=True)
+class Result:
+    number: int
+    wall: str
+    id: str
+    ok: bool
+    detail: str
+
+
+@dataclass
+class Report:
+    results: List[Result]
+    seconds: float
+    logs: str = ""
+    probe_ms: Dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.results)
+
+    def by_id(self, wall_id: str) -> Result:
+        return next(r for r in self.results if r.id == wall_id)
+
+    def failed(self) -> List[str]:
+        return [r.id for r in self.results if not r.ok]
+
+    def as_json(self) -> List[dict]:
+        return [{"wall": r.wall, "ok": r.ok, "detail": r.detail} for r in self.results]
+
+
+def pinned_versions(package_json: Path = PACKAGE_JSON) -> Dict[str, str]:
+    """Node's and Foundry's pins from image/package.json (a checkout); empty when not there."""
+    try:
+        deps = json.loads(package_json.read_text()).get("optionalDependencies", {})
+    except (OSError, ValueError):
+        return {}
+    pins = {}
+    for name, version in deps.items():
+        if name.startswith("node-linux-"):
+            pins["node"] = version
+        elif name.startswith("@foundry-rs/forge-linux-"):
+            pins["forge"] = version
+    return pins
+
+
+def probe_config(flags: RunFlags, internet_url: str, targets: Targets, only: Sequence[str] = ()) -> dict:
+    t = asdict(targets)
+    dns_name = t.pop("dns_name") or urlsplit(internet_url).hostname or ""
+    return {
+        "home": names.HOME,
+        "port": 80,
+        "internet_url": internet_url,
+        "dns_name": dns_name,
+        "browser_check": BROWSER_CHECK,
+        "targets": t,
+        "only": list(only),
+        "expect": {"uid": 1000, "user": "imd", "cpus": flags.cpus, "memory": flags.memory, "pids": PIDS_LIMIT, **pinned_versions()},
+    }
+
+
+def probe_command(config: dict) -> List[str]:
+    return ["node", "--input-type=module", "-e", PROBE_JS.read_text(), json.dumps(config)]
+
+
+def _fail_all(reason: str) -> List[Result]:
+    return [Result(w.number, w.title, w.id, False, reason) for w in WALLS]
+
+
+def parse(stdout: str, stderr: str, exit_code: Optional[int]) -> Tuple[List[Result], Dict[str, int]]:
+    """One result per wall from the box's output; whatever is missing is a FAIL."""
+    line = next((ln for ln in reversed(stdout.splitlines()) if ln.startswith(RESULT_MARK)), None)
+    if line is None:
+        tail = " | ".join(ln.strip() for ln in stderr.strip().splitlines()[-3:]) or "no output"
+        return _fail_all(f"the probe gave no result (exit {exit_code}): {tail[:300]}"), {}
+    try:
+        raw = {r["id"]: r for r in json.loads(line[len(RESULT_MARK) :])["results"]}
+    except (ValueError, KeyError, TypeError) as exc:
+        return _fail_all(f"the probe's result could not be read: {exc}"), {}
+    results = []
+    for w in WALLS:
+        r = raw.get(w.id)
+        if r is None:
+            results.append(Result(w.number, w.title, w.id, False, "the probe gave no result for this wall"))
+        else:
+            results.append(Result(w.number, w.title, w.id, r.get("ok") is True, str(r.get("detail", ""))))
+    results = [_with_firewall_report(r, stderr) if r.id == "firewall" else r for r in results]
+    return results, {k: int(v.get("ms", 0)) for k, v in raw.items()}
+
+
+def _with_firewall_report(result: Result, stderr: str) -> Result:
+    """The firewall is there only if the entrypoint set and read back every rule before the probe ran."""
+    found = re.search(r"walls up and verified: (IPv4 \d+ rules).*?, (IPv6 [^)\n]*?)\s*$", stderr, re.M)
+    if not found:
+        return Result(result.number, result.wall, result.id, False, f"no verified firewall reported by the entrypoint; {result.detail}")
+    return Result(result.number, result.wall, result.id, result.ok, f"set and read back: {found.group(1)}, {found.group(2)}; {result.detail}")
+
+
+def run_check(
+    client,
+    *,
+    image: str = names.IMAGE,
+    volume: str = names.VOLUME,
+    networks: Sequence[str] = ("bridge",),
+    extra_hosts: Optional[Dict[str, str]] = None,
+    internet_url: str = DEFAULT_INTERNET_URL,
+    targets: Targets = Targets(),
+    limits: Optional[EngineLimits] = None,
+    only: Sequence[str] = (),
+    mutate: Optional[Callable[[dict], None]] = None,
+    before_start: Optional[Callable[[object], None]] = None,
+    after_start: Optional[Callable[[object], None]] = None,
+    timeout: float = 60.0,
+    name_prefix: str = "imd-box-check-",
+) -> Report:
+    """Start the throwaway box, let the probes run, remove it; always returns a report."""
+    import docker.errors
+    import requests.exceptions
+
+    started = time.monotonic()
+    flags = RunFlags(
+        limits=limits or EngineLimits.from_info(client.info()),
+        image=image,
+        name=f"{name_prefix}{uuid.uuid4().hex[:8]}",
+        role="check",
+        network=networks[0],
+        volume=volume,
+    )
+    config = probe_config(flags, internet_url, targets, only)
+    flags = dataclasses.replace(flags, command=probe_command(config))
+    kwargs = flags.sdk_kwargs()
+    if extra_hosts:
+        kwargs["extra_hosts"] = dict(extra_hosts)
+    if mutate:
+        mutate(kwargs)
+    container = client.containers.create(**kwargs)
+    try:
+        for extra in networks[1:]:
+            client.networks.get(extra).connect(container)
+        if before_start:
+            before_start(container)
+        container.start()
+        if after_start:
+            after_start(container)
+        try:
+            exit_code = container.wait(timeout=timeout)["StatusCode"]
+        except (requests.exceptions.RequestException, docker.errors.APIError):
+            exit_code = None
+        stdout = container.logs(stdout=True, stderr=False).decode(errors="replace")
+        stderr = container.logs(stdout=False, stderr=True).decode(errors="replace")
+        if exit_code is None:
+            results = _fail_all(f"the check box did not finish in {timeout:.0f} s")
+            ms: Dict[str, int] = {}
+        else:
+            results, ms = parse(stdout, stderr, exit_code)
+    finally:
+        try:
+            container.remove(force=True)
+        except docker.errors.APIError:
+            pass
+    return Report(results=results, seconds=time.monotonic() - started, logs=stderr, probe_ms=ms)

@@ -1,0 +1,174 @@
+"""`box check` without Docker: reading the box's output, the CLI's shape, the pieces it is built from."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from imdbox import names
+from imdbox.check import runner
+from imdbox.check.report import load_targets, render
+from imdbox.check.walls import WALLS
+from imdbox.runflags import EngineLimits, RunFlags
+
+WALLS_UP = "imd-box firewall: walls up and verified: IPv4 23 rules (resolvers: 127.0.0.11; the Mac: 10.0.0.2), IPv6 8 rules\n"
+
+
+def box_output(results):
+    return runner.RESULT_MARK + json.dumps({"results": results}) + "\n"
+
+
+def all_ok():
+    return [{"id": w.id, "ok": True, "detail": f"{w.id} fine", "ms": 5} for w in WALLS]
+
+
+def test_twenty_walls_numbered_in_order():
+    assert [w.number for w in WALLS] == list(range(1, 21))
+    assert len({w.id for w in WALLS}) == 20
+
+
+def test_every_wall_has_a_probe():
+    probe = runner.PROBE_JS.read_text()
+    table = probe[probe.index("const CHECKS = {") :]
+    for w in WALLS:
+        assert f"{w.id}" in table.split("};")[0], w.id
+
+
+def test_parse_all_ok():
+    results, ms = runner.parse(box_output(all_ok()), WALLS_UP, 0)
+    assert all(r.ok for r in results)
+    assert ms["user"] == 5
+    assert runner.Report(results, 1.0).ok
+
+
+def test_parse_no_result_line_fails_every_wall_with_the_reason():
+    stderr = "imd-box: the firewall could not be set up; the worker was not started\n"
+    results, _ = runner.parse("", stderr, 78)
+    assert len(results) == 20 and not any(r.ok for r in results)
+    assert "exit 78" in results[0].detail and "firewall could not be set up" in results[0].detail
+
+
+def test_parse_a_missing_wall_is_a_fail():
+    partial = [r for r in all_ok() if r["id"] != "ipv6"]
+    results, _ = runner.parse(box_output(partial), WALLS_UP, 0)
+    bad = [r for r in results if not r.ok]
+    assert [r.id for r in bad] == ["ipv6"]
+    assert "no result" in bad[0].detail
+
+
+def test_parse_ok_must_be_true_not_truthy():
+    rows = all_ok()
+    rows[0]["ok"] = "yes"
+    results, _ = runner.parse(box_output(rows), WALLS_UP, 0)
+    assert not results[0].ok
+
+
+def test_parse_garbage_fails_every_wall():
+    results, _ = runner.parse(runner.RESULT_MARK + "{not json\n", "", 0)
+    assert not any(r.ok for r in results)
+
+
+def test_firewall_line_needs_the_entrypoints_verified_walls():
+    results, _ = runner.parse(box_output(all_ok()), "", 0)
+    fw = next(r for r in results if r.id == "firewall")
+    assert not fw.ok and "no verified firewall" in fw.detail
+    results, _ = runner.parse(box_output(all_ok()), WALLS_UP, 0)
+    fw = next(r for r in results if r.id == "firewall")
+    assert fw.ok and fw.detail.startswith("set and read back: IPv4 23 rules, IPv6 8 rules;")
+
+
+def test_probe_config_carries_the_worker_flags_and_pins():
+    flags = RunFlags(limits=EngineLimits(cpus=8, memory=16 * 1024**3))
+    cfg = runner.probe_config(flags, "https://api.imd.fun/health", runner.Targets())
+    assert cfg["expect"]["cpus"] == 4.0 and cfg["expect"]["memory"] == 6 * 1024**3 and cfg["expect"]["pids"] == 2048
+    assert cfg["expect"]["node"].startswith("24.") and cfg["expect"]["forge"]
+    assert cfg["dns_name"] == "api.imd.fun"
+    assert cfg["targets"]["metadata"] == ["169.254.169.254", "169.254.170.2"] or cfg["targets"]["metadata"] == (
+        "169.254.169.254",
+        "169.254.170.2",
+    )
+
+
+def test_the_default_internet_target_is_the_control_planes_health_url():
+    from imdbox.check import command
+
+    assert runner.DEFAULT_INTERNET_URL == command.DEFAULT_URL == "https://api.imd.fun/health"
+
+
+def test_the_check_box_is_the_worker_box_with_the_probe_as_its_command():
+    """Same RunFlags as the worker: only the command, name and role label differ."""
+    limits = EngineLimits(cpus=2, memory=8 * 1024**3)
+    worker = RunFlags(limits=limits).sdk_kwargs()
+    cfg = runner.probe_config(RunFlags(limits=limits), runner.DEFAULT_INTERNET_URL, runner.Targets())
+    check = RunFlags(limits=limits, command=runner.probe_command(cfg), role="check", name="x").sdk_kwargs()
+    for key in set(worker) | set(check):
+        if key in ("command", "labels", "name"):
+            continue
+        assert worker.get(key) == check.get(key), key
+    assert check["command"][:3] == ["node", "--input-type=module", "-e"]
+    assert json.loads(check["command"][4])["internet_url"] == runner.DEFAULT_INTERNET_URL
+
+
+def test_probe_script_fits_in_one_argument():
+    # Linux caps one argv string at 128 KiB (MAX_ARG_STRLEN).
+    assert len(runner.PROBE_JS.read_bytes()) < 100 * 1024
+
+
+def test_probe_script_parses():
+    node = subprocess.run(["which", "node"], capture_output=True, text=True).stdout.strip()
+    if not node:
+        pytest.skip("node is not installed here")
+    out = subprocess.run([node, "--check", str(runner.PROBE_JS)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+
+
+def test_targets_file(tmp_path):
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps({"lan": ["10.1.2.3"], "multicast": [["224.0.0.251", 5353]]}))
+    t = load_targets(f)
+    assert t.lan == ("10.1.2.3",) and t.multicast == (("224.0.0.251", 5353),)
+    f.write_text(json.dumps({"nope": 1}))
+    from imdbox.engine import BoxError
+
+    with pytest.raises(BoxError, match="unknown keys nope"):
+        load_targets(f)
+
+
+def test_render_and_svg():
+    from rich.console import Console
+
+    results, _ = runner.parse(box_output(all_ok()[:-1]), WALLS_UP, 0)
+    report = runner.Report(results, 4.2)
+    console = Console(record=True, width=150, file=__import__("io").StringIO())
+    render(report, console)
+    text = console.export_text()
+    assert "20 walls checked in 4.2 s: 1 FAIL (20)" in text
+    assert "FAIL" in text and "ok" in text
+    assert console.export_svg().startswith("<svg")
+
+
+def test_json_shape():
+    results, _ = runner.parse(box_output(all_ok()), WALLS_UP, 0)
+    rows = runner.Report(results, 1.0).as_json()
+    assert len(rows) == 20 and set(rows[0]) == {"wall", "ok", "detail"}
+
+
+def test_check_help_is_fast_and_lists_the_options():
+    started = time.monotonic()
+    out = subprocess.run(
+        [sys.executable, "-m", "imdbox", "check", "--help"], capture_output=True, text=True, cwd=names.REPO_ROOT
+    )
+    assert out.returncode == 0, out.stderr
+    for option in ("--json", "--svg", "--url", "--targets"):
+        assert option in out.stdout
+    assert time.monotonic() - started < 3
+
+
+def test_importing_the_command_loads_no_docker_or_rich():
+    code = "import sys, imdbox.check.command; print(any(m.split('.')[0] in ('docker', 'rich') for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=names.REPO_ROOT)
+    assert out.stdout.strip() == "False", out.stderr

@@ -69,10 +69,28 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 # The browser: Debian's Chrome Headless Shell (Playwright's own download cannot be used).
+# dpkg leaves out what a headless shell never loads (it renders with its own
+# SwiftShader): Mesa's GPU drivers and the LLVM and Z3 they link, Vulkan's
+# validation and mock layers, every UI language but en-US, translations and docs.
+# `apt-get clean`: no downloaded .deb stays in the layer.
 # hadolint ignore=DL3008
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium-headless-shell fonts-liberation \
- && rm -rf /var/lib/apt/lists/* /usr/share/doc/* /usr/share/man/*
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      -o 'Dpkg::Options::=--path-exclude=/usr/lib/*/libLLVM*' \
+      -o 'Dpkg::Options::=--path-exclude=/usr/lib/*/libgallium*' \
+      -o 'Dpkg::Options::=--path-exclude=/usr/lib/*/libz3.so*' \
+      -o 'Dpkg::Options::=--path-exclude=/usr/lib/*/dri/*' \
+      -o 'Dpkg::Options::=--path-exclude=/usr/lib/*/gbm/*' \
+      -o 'Dpkg::Options::=--path-exclude=/usr/lib/chromium/libVk*' \
+      -o 'Dpkg::Options::=--path-exclude=/usr/lib/chromium/locales/*' \
+      -o 'Dpkg::Options::=--path-include=/usr/lib/chromium/locales/en-US.pak' \
+      -o 'Dpkg::Options::=--path-exclude=/usr/share/locale/*' \
+      -o 'Dpkg::Options::=--path-exclude=/usr/share/doc/*' \
+      -o 'Dpkg::Options::=--path-exclude=/usr/share/man/*' \
+      chromium-headless-shell fonts-liberation \
+ && apt-get clean \
+ && rm -rf /var/lib/apt/lists/* \
+ && /usr/lib/chromium/chromium-headless-shell --version
 
 COPY --from=fetch /out/bin/ /usr/local/bin/
 COPY --from=fetch /out/lib/ /usr/local/lib/

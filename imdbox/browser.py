@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import List
 
 BROWSER_DIR = "/usr/local/lib/imd-box/browser"
 # The stdio MCP command the worker registers with `imd tools add`.
@@ -23,12 +22,12 @@ MCP_VERSION = "0.0.82"  # @playwright/mcp, pinned in image/package.json
 TOOL_NAME = "browser"  # what the worker calls it
 
 
-def mcp_command() -> List[str]:
+def mcp_command() -> list[str]:
     """The worker's browser: an MCP server on stdio."""
     return [LAUNCHER]
 
 
-def check_command() -> List[str]:
+def check_command() -> list[str]:
     """The browser line of `box check`, as a command to run inside the box."""
     return ["node", CHECK_SCRIPT]
 

@@ -1,0 +1,112 @@
+"""The browser's pieces without an engine: pins, the launcher's fixed flags, the check's output."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from imdbox import browser, names
+
+ROOT = names.REPO_ROOT
+LAUNCHER = ROOT / "browser" / "playwright-mcp"
+CONFIG = json.loads((ROOT / "browser" / "config.json").read_text())
+
+
+def test_mcp_command_is_the_launcher_on_stdio():
+    assert browser.mcp_command() == [browser.LAUNCHER]
+    assert browser.LAUNCHER == "/usr/local/lib/imd-box/browser/playwright-mcp"
+    assert browser.check_command() == ["node", "/usr/local/lib/imd-box/browser/check.mjs"]
+
+
+def test_the_dockerfile_puts_browser_where_the_paths_say():
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "COPY browser/ /usr/local/lib/imd-box/browser/" in dockerfile
+    assert "chromium-headless-shell" in dockerfile
+    # The scripts stay the last layers: editing them refetches nothing.
+    assert dockerfile.index("chromium-headless-shell") < dockerfile.index("COPY browser/")
+
+
+def test_mcp_is_pinned_and_hash_checked():
+    pins = json.loads((ROOT / "image" / "package.json").read_text())
+    assert pins["dependencies"]["@playwright/mcp"] == browser.MCP_VERSION
+    lock = json.loads((ROOT / "image" / "package-lock.json").read_text())["packages"]
+    for pkg in ("@playwright/mcp", "playwright", "playwright-core"):
+        entry = lock[f"node_modules/{pkg}"]
+        assert entry["integrity"].startswith("sha512-"), pkg
+    assert lock["node_modules/@playwright/mcp"]["version"] == browser.MCP_VERSION
+
+
+def test_launcher_flags_are_fixed():
+    text = LAUNCHER.read_text()
+    for flag in ("--executable-path", "--headless", "--isolated", "--sandbox", "--host localhost"):
+        assert flag in text, flag
+    assert "--no-sandbox" not in text.replace("no --no-sandbox anywhere", "")
+    assert '"$@"' not in text, "the launcher must not pass the caller's options on"
+    assert LAUNCHER.stat().st_mode & 0o111, "the launcher must be executable"
+
+
+def test_config_keeps_the_sandbox_and_background_networking_off():
+    launch = CONFIG["browser"]["launchOptions"]
+    assert CONFIG["browser"]["browserName"] == "chromium"
+    assert CONFIG["browser"]["isolated"] is True
+    assert launch["chromiumSandbox"] is True
+    assert launch["headless"] is True
+    assert launch["executablePath"] == browser.HEADLESS_SHELL
+    assert CONFIG["server"]["host"] == "localhost"
+    args = launch["args"]
+    for arg in ("--disable-background-networking", "--disable-component-update", "--disable-sync"):
+        assert arg in args
+    assert not [a for a in args if "sandbox" in a or a.startswith(("--remote-debugging", "--disable-features"))], args
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--no-sandbox"],
+        ["--http"],
+        ["--http", "x"],
+        ["--http", "99999"],
+        ["--http", "0", "--no-sandbox"],
+        ["--port", "0"],
+    ],
+)
+def test_launcher_refuses_other_options(args):
+    # Usage is checked first, so this runs on any machine.
+    r = subprocess.run([str(LAUNCHER), *args], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 64 and "usage" in r.stderr, (args, r)
+
+
+def test_launcher_names_what_is_missing_outside_the_image():
+    if Path("/opt/playwright-mcp").exists():
+        pytest.skip("this machine has the image's files")
+    r = subprocess.run([str(LAUNCHER)], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 69 and "missing from this box" in r.stderr
+
+
+def test_check_script_budget_matches():
+    text = (ROOT / "browser" / "check.mjs").read_text()
+    assert re.search(r"DEADLINE_MS = (\d+)", text).group(1) == str(browser.CHECK_SECONDS * 1000)
+    for step in ("initialize", "tools/list", "browser_navigate", "browser_snapshot"):
+        assert step in text
+
+
+@pytest.mark.parametrize(
+    ("output", "code", "ok", "detail"),
+    [
+        ('{"ok": true, "detail": "loaded"}\n', 0, True, "loaded"),
+        ('imd-box firewall: walls up\n{"ok": true, "detail": "loaded"}\n', 0, True, "loaded"),
+        ('{"ok": false, "detail": "no text"}\n', 1, False, "no text"),
+        ('{"ok": true, "detail": "loaded"}\n', 1, False, "loaded (but the check exited 1)"),
+        ("Segmentation fault\n", 139, False, "the browser check gave no result (exit 139): Segmentation fault"),
+        ("", 1, False, "the browser check gave no result (exit 1): no output"),
+        ('{"ok": "yes"}\n', 0, False, ""),
+    ],
+)
+def test_parse_check_output(output, code, ok, detail):
+    result = browser.parse_check_output(output, code)
+    assert result.ok is ok
+    assert result.detail == detail

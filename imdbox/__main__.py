@@ -1,0 +1,5 @@
+"""`python -m imdbox` is `box`."""
+
+from .cli import main
+
+main()

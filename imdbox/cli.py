@@ -1,0 +1,183 @@
+"""The `box` command. Kept light at import: docker and rich load inside commands."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from . import names
+from .check.command import check_command
+
+app = typer.Typer(
+    name="box",
+    help="IMD Box: run the IMD worker in a walled Docker box that sees only the internet.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _run(fn, *args, **kwargs):
+    """Run a command; a BoxError becomes one clear line and its exit code."""
+    from .engine import BoxError
+
+    try:
+        return fn(*args, **kwargs)
+    except BoxError as exc:
+        from . import ui
+
+        ui.error(str(exc))
+        raise typer.Exit(exc.code) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+def _lifecycle():
+    from . import lifecycle
+
+    return lifecycle
+
+
+@app.command()
+def pull(
+    image: str = typer.Option(names.PUBLISHED_IMAGE, "--image", help="The image to pull (a registry reference)."),
+) -> None:
+    """Download the published box image, with per-layer progress, and make it the box image."""
+
+    def go():
+        from . import engine, images
+
+        images.pull(engine.connect(), image)
+
+    _run(go)
+
+
+@app.command()
+def build(
+    base_image: str = typer.Option(names.DEFAULT_BASE_IMAGE, "--base-image", help="The Debian trixie base image."),
+    ca_cert: Optional[Path] = typer.Option(
+        None, "--ca-cert", help="A PEM file of extra CA certificates (a TLS-inspecting network or proxy)."
+    ),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Rebuild every layer."),
+) -> None:
+    """Build the box image from this checkout, with live progress."""
+
+    def go():
+        from . import engine, images
+
+        images.build(engine.connect(), base_image, ca_cert, no_cache)
+
+    _run(go)
+
+
+@app.command()
+def setup(
+    runtime: Optional[str] = typer.Option(None, "--runtime", help="Runtime(s), comma separated: claude, codex, grok."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Tasks at once, 1 to 4 (default 2)."),
+    worker_url: Optional[str] = typer.Option(
+        None, "--worker-url", envvar="IMD_WORKER_URL", help="Where the worker release is (a mirror)."
+    ),
+    no_shell: bool = typer.Option(False, "--no-shell", help="Do not open the box's shell at the end."),
+) -> None:
+    """Create the volume, install Claude Code and the worker into it (same walls), then open a shell."""
+    _run(_lifecycle().setup, runtime, concurrency, worker_url, not no_shell)
+
+
+app.command("check")(check_command)
+
+
+@app.command()
+def start() -> None:
+    """Run the box in the background; it restarts with Docker until `box stop`."""
+    _run(_lifecycle().start)
+
+
+@app.command()
+def stop() -> None:
+    """Stop the box gracefully (the worker gets 45 s to finish cleanly)."""
+    _run(_lifecycle().stop)
+
+
+@app.command()
+def logs(
+    since: Optional[str] = typer.Option(None, "--since", help="Only newer lines: 30s, 10m, 2h, 1d or a date."),
+    no_follow: bool = typer.Option(False, "--no-follow", help="Print what is there and stop."),
+    tail: Optional[int] = typer.Option(None, "--tail", help="Only the last N lines."),
+) -> None:
+    """Follow the worker's log (Ctrl-C stops watching, not the worker)."""
+    _run(_lifecycle().logs, since, not no_follow, tail)
+
+
+@app.command()
+def status() -> None:
+    """The box's state, then `imd doctor` inside it (its exit code is box's)."""
+    code = _run(_lifecycle().status)
+    raise typer.Exit(code or 0)
+
+
+@app.command()
+def update(
+    base_image: str = typer.Option(names.DEFAULT_BASE_IMAGE, "--base-image", help="For a rebuild: the base image."),
+    ca_cert: Optional[Path] = typer.Option(None, "--ca-cert", help="For a rebuild: extra CA certificates (PEM)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="For a rebuild: rebuild every layer."),
+) -> None:
+    """Rebuild (or re-pull) the image, recreate the box keeping the volume, refresh the agent CLIs."""
+    _run(_lifecycle().update, base_image, ca_cert, no_cache)
+
+
+@app.command(context_settings={"allow_interspersed_args": False})
+def shell(
+    command: Optional[List[str]] = typer.Argument(None, help="A command to run instead of a login shell."),
+) -> None:
+    """A shell in the box as `imd` (the running box, or a one-off with the same walls)."""
+    code = _run(_lifecycle().shell, command or [], sys.stdin.isatty() and sys.stdout.isatty())
+    raise typer.Exit(code or 0)
+
+
+@app.command()
+def runtime(
+    runtimes: Optional[str] = typer.Argument(None, help="e.g. claude or claude,grok; none shows the current ones."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Tasks at once, 1 to 4."),
+) -> None:
+    """Show or change the runtime(s): installs/removes agent CLIs in the volume, restarts the worker."""
+    _run(_lifecycle().runtime, runtimes, concurrency)
+
+
+@app.command()
+def remove(
+    keep_seat: bool = typer.Option(False, "--keep-seat", help="Skip `imd unlink` (the seat stays taken)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Also delete the volume without asking."),
+    keep_image: bool = typer.Option(False, "--keep-image", help="Keep the box image."),
+) -> None:
+    """Stop, `imd unlink` (frees the seat), remove the container, the volume (asks) and the image."""
+
+    def go():
+        delete_volume = yes
+        if not yes and sys.stdin.isatty():
+            delete_volume = typer.confirm(
+                f"Also delete the volume {names.VOLUME}? It holds your logins, the worker and its pairing", default=False
+            )
+        _lifecycle().remove(keep_seat, delete_volume, keep_image)
+
+    _run(go)
+
+
+@app.command()
+def version() -> None:
+    """Print box's version."""
+    from . import __version__
+
+    typer.echo(f"box {__version__}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,277 @@
+"""A thin layer over the docker SDK: connect with clear errors, find the box's
+container, image and volume, and run one-off boxes with the worker's own walls.
+
+Imported only inside commands: the docker SDK is slow to import.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import time
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import docker
+import docker.errors
+
+from . import names
+from .runflags import EngineLimits, RunFlags
+
+WALLS_UP = b"walls up and verified"
+# Run a command in the running box exactly as the entrypoint runs the worker:
+# as `imd`, with every capability gone and no_new_privs.
+AS_IMD = [
+    "setpriv", "--reuid=imd", "--regid=imd", "--init-groups",
+    "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs",
+    "--", "env", "HOME=/home/imd", "USER=imd", "LOGNAME=imd",
+]  # fmt: skip
+SETTINGS_PATH = f"{names.HOME}/.imd-box/settings.env"
+IMD_PATH = f"{names.HOME}/.npm-global/bin/imd"
+INSTALL_SH = "/usr/local/lib/imd-box/worker/install.sh"
+FORBIDDEN_NETWORKS = ("host", "none")
+
+
+class BoxError(Exception):
+    """A clear one-line reason the command cannot go on; nothing was changed unless it says so."""
+
+    def __init__(self, message: str, code: int = 1):
+        super().__init__(message)
+        self.code = code
+
+
+def connect() -> docker.DockerClient:
+    try:
+        client = docker.from_env(timeout=300)
+        client.ping()
+    except docker.errors.DockerException as exc:
+        raise BoxError(_engine_error(str(exc))) from None
+    except Exception as exc:  # requests' own errors when the socket answers oddly
+        raise BoxError(_engine_error(str(exc))) from None
+    return client
+
+
+def _engine_error(detail: str) -> str:
+    low = detail.lower()
+    if "permission denied" in low:
+        return "cannot talk to Docker: permission denied on its socket (is your user allowed to use Docker?)"
+    return "Docker is not running — start Docker Desktop, wait for it to say it is running, and try again"
+
+
+def limits(client) -> EngineLimits:
+    return EngineLimits.from_info(client.info())
+
+
+def network(client) -> str:
+    """The network every box runs on: Docker's bridge, or IMD_BOX_NETWORK (a user-defined bridge)."""
+    name = names.NETWORK
+    if name == "bridge":
+        return name
+    if name in FORBIDDEN_NETWORKS or name.startswith("container:"):
+        raise BoxError(
+            f"IMD_BOX_NETWORK={name} is refused: the box sets its firewall with NET_ADMIN, which must never "
+            "act on the Mac's or another container's network; name a user-defined bridge network"
+        )
+    try:
+        net = client.networks.get(name)
+    except docker.errors.NotFound:
+        raise BoxError(f"IMD_BOX_NETWORK={name}: no such Docker network") from None
+    if net.attrs.get("Driver") != "bridge":
+        raise BoxError(f"IMD_BOX_NETWORK={name} is a {net.attrs.get('Driver')} network; it must be a bridge network")
+    return name
+
+
+def image(client, required: bool = True):
+    try:
+        return client.images.get(names.IMAGE)
+    except docker.errors.ImageNotFound:
+        if not required:
+            return None
+        raise BoxError(
+            f"the box image {names.IMAGE} is missing: run `box pull` (the published image) "
+            "or `box build` (from this checkout) first"
+        ) from None
+
+
+def pulled_from(img) -> Optional[str]:
+    """The reference the box image was pulled from (`box pull` keeps it as a tag), or None if built here."""
+    if img is None or not img.attrs.get("RepoDigests"):
+        return None
+    for tag in img.tags:
+        if tag != names.IMAGE:
+            return tag
+    return None
+
+
+def is_ours(container) -> bool:
+    return (container.labels or {}).get(names.LABEL) == "1"
+
+
+def box_container(client):
+    """The worker box, or None; a container of someone else's holding the name is refused."""
+    try:
+        container = client.containers.get(names.CONTAINER)
+    except docker.errors.NotFound:
+        return None
+    if not is_ours(container):
+        raise BoxError(
+            f"a container named {names.CONTAINER} exists but was not made by box (no {names.LABEL} label); "
+            "box leaves it alone: rename or remove it yourself, or set IMD_BOX_CONTAINER"
+        )
+    return container
+
+
+def volume_exists(client) -> bool:
+    try:
+        client.volumes.get(names.VOLUME)
+        return True
+    except docker.errors.NotFound:
+        return False
+
+
+def ensure_volume(client) -> bool:
+    """Create the volume if missing; True if it was created."""
+    if volume_exists(client):
+        return False
+    client.volumes.create(names.VOLUME, labels={names.LABEL: "1"})
+    return True
+
+
+def flags(
+    client,
+    role: str,
+    command: Optional[Sequence[str]] = None,
+    *,
+    name: Optional[str] = None,
+    restart: bool = False,
+    environment: Optional[Dict[str, str]] = None,
+    interactive: bool = False,
+) -> RunFlags:
+    return RunFlags(
+        limits=limits(client),
+        image=names.IMAGE,
+        command=list(command) if command else None,
+        name=name,
+        role=role,
+        network=network(client),
+        volume=names.VOLUME,
+        environment=dict(environment or {}),
+        restart=restart,
+        interactive=interactive,
+    )
+
+
+def read_volume_file(client, path: str) -> Optional[bytes]:
+    """A file from the volume, read through a created (never started) box: nothing runs."""
+    helper = client.containers.create(**flags(client, "read", ["true"]).sdk_kwargs())
+    try:
+        try:
+            chunks, stat = helper.get_archive(path)
+        except docker.errors.NotFound:
+            return None
+        data = b"".join(chunks)
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            member = tar.next()
+            if member is None:
+                return None
+            if member.issym() or member.islnk():
+                return member.linkname.encode()
+            handle = tar.extractfile(member)
+            return handle.read() if handle else b""
+    finally:
+        helper.remove(force=True)
+
+
+def parse_settings(text: Optional[bytes]) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    for line in (text or b"").decode(errors="replace").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def settings(client) -> Dict[str, str]:
+    return parse_settings(read_volume_file(client, SETTINGS_PATH))
+
+
+def setup_done(client) -> bool:
+    return volume_exists(client) and read_volume_file(client, IMD_PATH) is not None
+
+
+def require_setup(client) -> None:
+    if not volume_exists(client):
+        raise BoxError(f"setup was not done (no volume {names.VOLUME}): run `box setup` first")
+    if read_volume_file(client, IMD_PATH) is None:
+        raise BoxError(f"setup was not done (no worker installed in {names.VOLUME}): run `box setup` first")
+
+
+def run_oneoff(client, run_flags: RunFlags, on_line: Callable[[str], None] = lambda s: None) -> Tuple[int, str]:
+    """Run a throwaway box (same walls), streaming its output; returns exit code and output."""
+    container = client.containers.create(**run_flags.sdk_kwargs())
+    lines: List[str] = []
+    try:
+        container.start()
+        buf = b""
+        for chunk in container.logs(stream=True, follow=True):
+            buf += chunk
+            while b"\n" in buf:
+                raw, buf = buf.split(b"\n", 1)
+                line = raw.decode(errors="replace")
+                lines.append(line)
+                on_line(line)
+        if buf:
+            line = buf.decode(errors="replace")
+            lines.append(line)
+            on_line(line)
+        code = container.wait(timeout=3600)["StatusCode"]
+    finally:
+        try:
+            container.remove(force=True)
+        except docker.errors.APIError:
+            pass
+    return code, "\n".join(lines)
+
+
+def exec_as_imd(container, command: Sequence[str]) -> Tuple[int, str]:
+    result = container.exec_run(AS_IMD + list(command), user="root", demux=False)
+    return result.exit_code, (result.output or b"").decode(errors="replace")
+
+
+def worker_running(container) -> bool:
+    try:
+        top = container.top(ps_args="-eo pid,args")
+    except docker.errors.APIError:
+        return False
+    return any("imd start" in " ".join(str(p) for p in proc) for proc in top.get("Processes") or [])
+
+
+def wait_started(container, timeout: float = 90.0, settle: float = 2.0) -> Tuple[bool, str]:
+    """Wait for the walls line and the worker process; (ok, logs). Fails fast on an exit or a restart."""
+    deadline = time.monotonic() + timeout
+    seen_at: Optional[float] = None
+    while time.monotonic() < deadline:
+        container.reload()
+        state = container.attrs["State"]
+        if state.get("Restarting") or container.attrs.get("RestartCount", 0) > 0 or not state.get("Running"):
+            return False, container.logs().decode(errors="replace")
+        if WALLS_UP in container.logs(stderr=True, stdout=False) and worker_running(container):
+            if seen_at is None:
+                seen_at = time.monotonic()
+            elif time.monotonic() - seen_at >= settle:
+                return True, container.logs().decode(errors="replace")
+        else:
+            seen_at = None
+        time.sleep(0.3)
+    return False, container.logs().decode(errors="replace") + f"\n(timed out after {timeout:.0f}s)"
+
+
+def last_error(logs: str) -> str:
+    """The entrypoint's or run.sh's own error line, else the last line."""
+    lines = [line for line in logs.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if "imd-box:" in line and ("FAILED" in line or "not started" in line or "not installed" in line):
+            return line.strip()
+    for line in reversed(lines):
+        if "error" in line.lower() or "failed" in line.lower():
+            return line.strip()
+    return lines[-1].strip() if lines else "(no output)"

@@ -1,0 +1,441 @@
+"""What the commands do to the engine: setup, start, stop, status, update, runtime, remove.
+
+Every container made here takes its flags from RunFlags (through engine.flags).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import docker.errors
+
+from . import engine, names, ui
+from .engine import BoxError
+from .runflags import STOP_TIMEOUT
+
+# The runtimes box knows how to install a CLI for (worker/install.sh has the packages).
+RUNTIMES = ("claude", "codex", "grok")
+DEFAULT_RUNTIME = "claude"
+DEFAULT_CONCURRENCY = 2
+DEFAULT_WORKER_URL = "https://github.com/Identity-md/worker/releases/latest/download"
+# Passed through to install.sh when set (mirrors, tests).
+PASSTHROUGH_ENV = ("IMD_CLAUDE_PACKAGE", "IMD_CODEX_PACKAGE", "IMD_GROK_PACKAGE")
+
+
+def parse_runtimes(text: str) -> List[str]:
+    wanted = [r.strip().lower() for r in text.split(",") if r.strip()]
+    if not wanted:
+        raise BoxError("name at least one runtime, e.g. `box runtime claude`", code=2)
+    unknown = [r for r in wanted if r not in RUNTIMES]
+    if unknown:
+        raise BoxError(f"unknown runtime {', '.join(unknown)}: choose from {', '.join(RUNTIMES)}", code=2)
+    return list(dict.fromkeys(wanted))
+
+
+def check_concurrency(value: int) -> int:
+    if not 1 <= value <= 4:
+        raise BoxError(f"concurrency must be 1 to 4 (got {value})", code=2)
+    return value
+
+
+def install_env(runtimes: Sequence[str], concurrency: int, worker_url: Optional[str] = None) -> Dict[str, str]:
+    env = {"IMD_BOX_RUNTIMES": ",".join(runtimes), "IMD_BOX_CONCURRENCY": str(concurrency)}
+    if worker_url:
+        env["IMD_WORKER_URL"] = worker_url.rstrip("/")
+    for key in PASSTHROUGH_ENV:
+        if os.environ.get(key):
+            env[key] = os.environ[key]
+    return env
+
+
+def _print_box_line(line: str) -> None:
+    if line.startswith("imd-box firewall:") or line.startswith("imd-box: FAILED"):
+        ui.dim(line) if "FAILED" not in line else ui.say(line, style="red")
+    else:
+        ui.say(line)
+
+
+def run_install(client, mode: str, env: Dict[str, str]) -> None:
+    flags = engine.flags(client, "setup", [engine.INSTALL_SH, mode], environment=env)
+    code, out = engine.run_oneoff(client, flags, on_line=_print_box_line)
+    if code != 0:
+        raise BoxError(f"install failed: {engine.last_error(out)}")
+
+
+def saved(client) -> Dict[str, str]:
+    return engine.settings(client)
+
+
+def saved_runtimes(settings: Dict[str, str]) -> List[str]:
+    text = settings.get("RUNTIMES") or DEFAULT_RUNTIME
+    return [r for r in text.split(",") if r]
+
+
+def saved_concurrency(settings: Dict[str, str]) -> int:
+    try:
+        return check_concurrency(int(settings.get("CONCURRENCY", DEFAULT_CONCURRENCY)))
+    except (ValueError, BoxError):
+        return DEFAULT_CONCURRENCY
+
+
+def _connect():
+    """The engine, with the network setting checked before anything is looked at."""
+    client = engine.connect()
+    engine.network(client)
+    return client
+
+
+# ------------------------------------------------------------------ setup
+def setup(
+    runtime: Optional[str], concurrency: Optional[int], worker_url: Optional[str], open_shell: bool
+) -> None:
+    client = _connect()
+    engine.image(client)
+    container = engine.box_container(client)
+    runtimes = parse_runtimes(runtime) if runtime else None
+    if concurrency is not None:
+        check_concurrency(concurrency)
+    if container is not None and container.status in ("running", "restarting"):
+        raise BoxError("the box is running: stop it first (`box stop`), then run `box setup` again")
+    engine.network(client)
+    if engine.ensure_volume(client):
+        ui.ok(f"created the volume {names.VOLUME} (your logins, the worker and its pairing live here)")
+    current = saved(client)
+    runtimes = runtimes or saved_runtimes(current)
+    concurrency = concurrency or saved_concurrency(current)
+    from .browser import mcp_command
+
+    env = install_env(runtimes, concurrency, worker_url or DEFAULT_WORKER_URL)
+    env["IMD_BOX_BROWSER_MCP"] = " ".join(mcp_command())
+    ui.step("installing the worker and " + ", ".join(runtimes) + " into the volume, inside a box with the same walls")
+    run_install(client, "all", env)
+    ui.ok("setup done")
+    steps = (
+        "Next steps, in the box's shell:\n"
+        "  1. claude        then type /login and follow it (signs Claude Code in; the login stays in the volume)\n"
+        "  2. imd pair      pair this worker with your wallet\n"
+        "  3. imd doctor    every line should be ✓\n"
+        "Then `exit`, and run `./box start`."
+    )
+    if open_shell and ui.is_tty():
+        ui.say(steps)
+        code = shell([], tty=True)
+        if code not in (0, 130):
+            ui.dim(f"(the shell exited with {code})")
+        ui.say("When all three steps are done: ./box start")
+    else:
+        ui.say(steps.replace("in the box's shell", "in the box's shell (`./box shell`)"))
+
+
+# ------------------------------------------------------------------ start / stop
+def start(quiet_if_running: bool = False) -> None:
+    client = _connect()
+    container = engine.box_container(client)
+    engine.image(client)
+    if container is not None and container.status == "running" and engine.worker_running(container):
+        ui.ok(f"the box is already running ({names.CONTAINER}); `box logs` to watch it")
+        return
+    engine.require_setup(client)
+    if container is not None:
+        container.remove(force=True)
+    _create_and_start(client)
+
+
+def _create_and_start(client) -> None:
+    flags = engine.flags(client, "worker", name=names.CONTAINER, restart=True)
+    ui.step(f"starting the box {names.CONTAINER} (restarts with Docker: unless-stopped)")
+    container = client.containers.create(**flags.sdk_kwargs())
+    container.start()
+    started, logs = engine.wait_started(container)
+    if not started:
+        tail = "\n".join(logs.splitlines()[-15:])
+        try:
+            container.remove(force=True)
+        except docker.errors.APIError:
+            pass
+        if tail:
+            ui.dim(tail)
+        raise BoxError(f"the box did not start, and was removed (no restart loop): {engine.last_error(logs)}")
+    ui.ok("walls up and verified; the worker is running. `box logs` to watch it, `box status` to check it")
+
+
+def stop() -> bool:
+    """Stop gracefully; True if it was running."""
+    client = _connect()
+    container = engine.box_container(client)
+    if container is None or container.status not in ("running", "restarting"):
+        ui.say("the box is not running")
+        return False
+    ui.step(f"stopping the box (the worker gets up to {STOP_TIMEOUT}s to finish cleanly)")
+    container.stop(timeout=STOP_TIMEOUT)
+    ui.ok("stopped")
+    return True
+
+
+# ------------------------------------------------------------------ logs
+_DURATION = re.compile(r"^(\d+)([smhd])$")
+
+
+def parse_since(text: str):
+    import datetime as dt
+
+    m = _DURATION.match(text.strip())
+    if m:
+        seconds = int(m.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+        return dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=seconds)
+    try:
+        value = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise BoxError(f"--since {text!r}: give a duration (30s, 10m, 2h, 1d) or a date (2026-01-31T12:00)", 2) from None
+    return value if value.tzinfo else value.astimezone()
+
+
+def logs(since: Optional[str], follow: bool, tail: Optional[int]) -> None:
+    since_value = parse_since(since) if since else None
+    client = _connect()
+    container = engine.box_container(client)
+    if container is None:
+        raise BoxError("there is no box yet: run `box setup`, then `box start`")
+    kwargs = dict(stream=True, follow=follow, stdout=True, stderr=True)
+    if since_value is not None:
+        kwargs["since"] = since_value
+    if tail is not None:
+        kwargs["tail"] = tail
+    out = os.fdopen(os.dup(1), "wb", buffering=0)
+    try:
+        for chunk in container.logs(**kwargs):
+            out.write(chunk)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        out.close()
+
+
+# ------------------------------------------------------------------ status
+def status() -> int:
+    client = _connect()
+    container = engine.box_container(client)
+    img = engine.image(client, required=False)
+    if container is None:
+        state = "not created (run `box start`)"
+    else:
+        container.reload()
+        st = container.attrs["State"]
+        if st.get("Restarting"):
+            state = "RESTARTING"
+        elif st.get("Running"):
+            state = "running"
+        else:
+            state = f"stopped (exit code {st.get('ExitCode')})"
+    ui.say(f"box:       {names.CONTAINER}: {state}", style="bold")
+    if container is not None:
+        st = container.attrs["State"]
+        ui.say(f"since:     {_when(st.get('StartedAt') if st.get('Running') else st.get('FinishedAt'))}")
+        ui.say(f"restarts:  {container.attrs.get('RestartCount', 0)}")
+    if img is None:
+        ui.say(f"image:     {names.IMAGE}: missing (run `box pull` or `box build`)")
+    else:
+        source = engine.pulled_from(img)
+        origin = f"pulled from {source}" if source else "built from a checkout"
+        ui.say(f"image:     {names.IMAGE} {img.short_id.split(':')[-1]}, {origin}, made {_when(img.attrs.get('Created'))}")
+    if container is not None and (
+        container.attrs["State"].get("Restarting") or container.attrs.get("RestartCount", 0) > 0
+    ):
+        ui.say(f"last error: {engine.last_error(container.logs(tail=50).decode(errors='replace'))}", style="red")
+    if img is None:
+        raise BoxError("cannot run `imd doctor` without the box image")
+    if not engine.volume_exists(client):
+        raise BoxError(f"setup was not done (no volume {names.VOLUME}): run `box setup` first")
+    current = saved(client)
+    ui.say(
+        f"runtime:   {', '.join(saved_runtimes(current))} (concurrency {saved_concurrency(current)})"
+        + ("" if current else "  [not saved yet: run `box setup`]")
+    )
+    if container is not None and container.status == "running":
+        ui.step("imd doctor (in the running box)")
+        code, out = engine.exec_as_imd(container, ["imd", "doctor"])
+        for line in out.splitlines():
+            ui.say(line)
+        if code == 127 or "executable file not found" in out:
+            raise BoxError("the worker is not installed in the volume: run `box setup`")
+        return code
+    engine.require_setup(client)
+    ui.step("imd doctor (in a one-off box with the same walls)")
+    flags = engine.flags(client, "status", ["imd", "doctor"])
+    code, out = engine.run_oneoff(client, flags, on_line=_print_box_line)
+    return code
+
+
+def _when(stamp: Optional[str]) -> str:
+    if not stamp or stamp.startswith("0001-"):
+        return "-"
+    return stamp.split(".")[0].replace("T", " ") + " UTC"
+
+
+# ------------------------------------------------------------------ shell
+def docker_cli() -> str:
+    path = shutil.which("docker")
+    if not path:
+        raise BoxError("the `docker` command is not on PATH (Docker Desktop installs it); the shell needs it")
+    return path
+
+
+def shell(command: Sequence[str], tty: bool) -> int:
+    client = _connect()
+    engine.image(client)
+    container = engine.box_container(client)
+    running = container is not None and container.status == "running"
+    if not running and not engine.volume_exists(client):
+        raise BoxError(f"setup was not done (no volume {names.VOLUME}): run `box setup` first")
+    cmd = list(command) or ["bash", "-l"]
+    if tty:
+        if running:
+            args = [docker_cli(), "exec", "-it", "-u", "root", "-w", names.HOME, names.CONTAINER] + engine.AS_IMD + cmd
+        else:
+            flags = engine.flags(client, "shell", cmd, interactive=True)
+            args = [docker_cli(), "run", "--rm"] + flags.cli_args()
+        return subprocess.call(args)
+    # No terminal: run the command and pass its output and exit code.
+    if running:
+        code, out = engine.exec_as_imd(container, cmd)
+        if out:
+            ui.say(out.rstrip("\n"))
+        return code
+    flags = engine.flags(client, "shell", cmd)
+    code, _ = engine.run_oneoff(client, flags, on_line=_print_shell_line)
+    return code
+
+
+def _print_shell_line(line: str) -> None:
+    if line.startswith("imd-box firewall:"):
+        return
+    ui.say(line)
+
+
+# ------------------------------------------------------------------ update
+def update(base_image: str, ca_file: Optional[Path], no_cache: bool) -> None:
+    client = _connect()
+    container = engine.box_container(client)
+    img = engine.image(client, required=False)
+    source = engine.pulled_from(img)
+    if source:
+        ui.step(f"the box image came from `box pull`: pulling {source} again")
+        from .images import pull
+
+        pull(client, source)
+    else:
+        ui.step("rebuilding the box image from this checkout")
+        from .images import build
+
+        build(client, base_image, ca_file, no_cache)
+    was_running = container is not None and container.status in ("running", "restarting")
+    if container is not None:
+        if was_running:
+            ui.step(f"stopping the box (up to {STOP_TIMEOUT}s for the worker to finish cleanly)")
+            container.stop(timeout=STOP_TIMEOUT)
+        container.remove()
+        ui.ok("removed the old container (the volume stays as it is)")
+    if engine.setup_done(client):
+        current = saved(client)
+        runtimes = saved_runtimes(current)
+        ui.step("refreshing the agent CLIs in the volume: " + ", ".join(runtimes))
+        run_install(client, "agents", install_env(runtimes, saved_concurrency(current)))
+    else:
+        ui.say("setup was not done yet: nothing to refresh in the volume (run `box setup`)")
+    if was_running:
+        _create_and_start(client)
+    ui.ok("updated" + ("; the box is running again" if was_running else "; `box start` when you want it running"))
+
+
+# ------------------------------------------------------------------ runtime
+def worker_runtimes(help_text: str) -> List[str]:
+    """The runtimes the installed worker says it runs (its help's --runtime lines)."""
+    found: List[str] = []
+    for line in help_text.splitlines():
+        if "--runtime" in line or "runtime" in line.lower():
+            for name in re.findall(r"[a-z]+", line.lower()):
+                if name in RUNTIMES and name not in found:
+                    found.append(name)
+    return found or ["claude", "codex"]
+
+
+def runtime(names_arg: Optional[str], concurrency: Optional[int]) -> None:
+    wanted = parse_runtimes(names_arg) if names_arg else None
+    if concurrency is not None:
+        check_concurrency(concurrency)
+    client = _connect()
+    container = engine.box_container(client)
+    engine.image(client)
+    engine.require_setup(client)
+    current = saved(client)
+    have = saved_runtimes(current)
+    code, help_text = engine.run_oneoff(client, engine.flags(client, "status", ["imd", "help"]))
+    supported = worker_runtimes(help_text) if code == 0 else []
+    if wanted is None and concurrency is None:
+        ui.say(f"runtime(s): {', '.join(have)} (concurrency {saved_concurrency(current)})")
+        ui.say(f"the installed worker runs: {', '.join(supported) or '?'}")
+        ui.say(f"box can install: {', '.join(RUNTIMES)}")
+        return
+    wanted = wanted or have
+    missing = [r for r in wanted if r not in supported]
+    if missing:
+        raise BoxError(
+            f"the installed worker cannot run {', '.join(missing)} (it runs {', '.join(supported) or 'nothing it names'}); "
+            "nothing was changed"
+        )
+    new_concurrency = concurrency or saved_concurrency(current)
+    ui.step(f"runtime(s) {', '.join(wanted)}, concurrency {new_concurrency}: updating the CLIs in the volume")
+    run_install(client, "agents", install_env(wanted, new_concurrency))
+    if container is not None and container.status in ("running", "restarting"):
+        ui.step("restarting the worker on " + " and ".join(wanted))
+        container.stop(timeout=STOP_TIMEOUT)
+        container.remove()
+        _create_and_start(client)
+    ui.ok(f"runtime(s): {', '.join(wanted)}")
+
+
+# ------------------------------------------------------------------ remove
+def remove(keep_seat: bool, delete_volume: Optional[bool], keep_image: bool) -> None:
+    client = _connect()
+    container = engine.box_container(client)
+    img = engine.image(client, required=False)
+    has_volume = engine.volume_exists(client)
+    if container is not None and container.status in ("running", "restarting"):
+        ui.step(f"stopping the box (up to {STOP_TIMEOUT}s)")
+        container.stop(timeout=STOP_TIMEOUT)
+    if not keep_seat and has_volume:
+        if img is None:
+            raise BoxError("cannot run `imd unlink` without the box image: `box pull`/`box build`, or pass --keep-seat")
+        if engine.read_volume_file(client, engine.IMD_PATH) is None:
+            ui.say("no worker installed in the volume: no seat to free")
+        else:
+            ui.step("imd unlink (frees this device's seat), in a one-off box with the same walls")
+            code, out = engine.run_oneoff(client, engine.flags(client, "remove", ["imd", "unlink"]), _print_shell_line)
+            if code != 0:
+                raise BoxError(
+                    f"`imd unlink` failed ({engine.last_error(out)}): nothing was removed; "
+                    "try again, or pass --keep-seat to remove without freeing the seat"
+                )
+    if container is not None:
+        container.remove(force=True)
+        ui.ok(f"removed the container {names.CONTAINER}")
+    if has_volume:
+        if delete_volume:
+            client.volumes.get(names.VOLUME).remove(force=True)
+            ui.ok(f"removed the volume {names.VOLUME}")
+        else:
+            ui.say(f"kept the volume {names.VOLUME} (logins, worker, pairing); `box remove --yes` deletes it")
+    if img is not None and not keep_image:
+        source = engine.pulled_from(img)
+        for tag in [names.IMAGE] + ([source] if source else []):
+            try:
+                client.images.remove(tag)
+            except docker.errors.APIError as exc:
+                ui.dim(f"(kept the image tag {tag}: {exc.explanation})")
+            else:
+                ui.ok(f"removed the image {tag}")

@@ -1,0 +1,51 @@
+"""Printing for the commands. rich is imported on first use, never at startup."""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+_console = None
+_err_console = None
+
+
+def console():
+    global _console
+    if _console is None:
+        from rich.console import Console
+
+        _console = Console(highlight=False)
+    return _console
+
+
+def err_console():
+    global _err_console
+    if _err_console is None:
+        from rich.console import Console
+
+        _err_console = Console(stderr=True, highlight=False)
+    return _err_console
+
+
+def say(text: str, style: Optional[str] = None) -> None:
+    console().print(text, style=style, markup=False, soft_wrap=True)
+
+
+def step(text: str) -> None:
+    console().print(f"» {text}", style="bold", markup=False, soft_wrap=True)
+
+
+def ok(text: str) -> None:
+    console().print(f"✓ {text}", style="green", markup=False, soft_wrap=True)
+
+
+def dim(text: str) -> None:
+    console().print(text, style="dim", markup=False, soft_wrap=True)
+
+
+def error(text: str) -> None:
+    err_console().print(f"box: {text}", style="bold red", markup=False, soft_wrap=True)
+
+
+def is_tty() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty()

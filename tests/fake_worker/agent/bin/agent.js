@@ -1,0 +1,9 @@
+#!/usr/bin/env node
+// A stand-in agent CLI (claude, codex or grok) for the box's tests.
+"use strict";
+const pkg = require("../package.json");
+if (process.argv.includes("--version")) {
+  console.log(`${pkg.version} (${pkg.name}, fake)`);
+} else {
+  console.log(`${pkg.name} (fake): nothing to do here`);
+}

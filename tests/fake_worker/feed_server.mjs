@@ -1,0 +1,18 @@
+// The fake release feed: serves /srv read-only over HTTP :80 (runs in a test container).
+import fs from "node:fs";
+import http from "node:http";
+import path from "node:path";
+
+const root = "/srv";
+http
+  .createServer((req, res) => {
+    const rel = path.normalize(decodeURIComponent(new URL(req.url, "http://x").pathname));
+    const file = path.join(root, rel);
+    if (!file.startsWith(root + "/") || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
+      res.writeHead(404).end("not found\n");
+      return;
+    }
+    res.writeHead(200, { "content-type": "application/octet-stream" });
+    fs.createReadStream(file).pipe(res);
+  })
+  .listen(80, () => console.log("listening: feed"));

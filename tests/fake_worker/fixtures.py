@@ -1,0 +1,129 @@
+"""The fake release feed as a container on the harness's `imdt-internet` network,
+and a runner for the real `box` command pointed at test-only names."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Dict, Optional
+
+import docker
+
+from imdbox import names
+from tests.harness.topology import PREFIX
+
+from . import default_feed, feed_tar
+
+FEED_IP = "198.51.100.20"
+FEED_NETWORK = PREFIX + "internet"
+FEED_URL = f"http://{FEED_IP}"
+
+
+def start_feed(client: docker.DockerClient, image: str):
+    name = f"{PREFIX}feed-{uuid.uuid4().hex[:8]}"
+    networking = client.api.create_networking_config(
+        {FEED_NETWORK: client.api.create_endpoint_config(ipv4_address=FEED_IP)}
+    )
+    cid = client.api.create_container(
+        image,
+        entrypoint=["node", "/srv/feed_server.mjs"],
+        command=[],
+        labels={"imd-test": "1"},
+        name=name,
+        host_config=client.api.create_host_config(network_mode=FEED_NETWORK),
+        networking_config=networking,
+    )["Id"]
+    container = client.containers.get(cid)
+    container.put_archive("/", feed_tar(default_feed()))
+    container.start()
+    deadline = time.monotonic() + 20
+    while b"listening: feed" not in container.logs():
+        container.reload()
+        if container.status == "exited" or time.monotonic() > deadline:
+            raise RuntimeError(f"the fake feed did not start: {container.logs().decode()}")
+        time.sleep(0.2)
+    return container
+
+
+@dataclass
+class BoxEnv:
+    """`box` run as a subprocess with test-only image, container, volume and network names."""
+
+    image: str
+    container: str
+    volume: str
+    network: str = FEED_NETWORK
+    extra: Dict[str, str] = field(default_factory=dict)
+
+    def env(self, **overrides: str) -> Dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            IMD_BOX_IMAGE=self.image,
+            IMD_BOX_CONTAINER=self.container,
+            IMD_BOX_VOLUME=self.volume,
+            IMD_BOX_NETWORK=self.network,
+            IMD_WORKER_URL=f"{FEED_URL}/v1",
+            IMD_CLAUDE_PACKAGE=f"{FEED_URL}/npm/claude-code.tgz",
+            IMD_CODEX_PACKAGE=f"{FEED_URL}/npm/codex.tgz",
+            IMD_GROK_PACKAGE=f"{FEED_URL}/npm/grok-cli.tgz",
+            COLUMNS="200",
+            NO_COLOR="1",
+        )
+        env.update(self.extra)
+        env.update(overrides)
+        return env
+
+    def run(self, *args: str, timeout: float = 300, **overrides: str) -> subprocess.CompletedProcess:
+        result = subprocess.run(
+            [sys.executable, "-m", "imdbox", *args],
+            cwd=str(names.REPO_ROOT),
+            env=self.env(**overrides),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        result.all = result.stdout + result.stderr  # type: ignore[attr-defined]
+        return result
+
+
+def new_box_env(client: docker.DockerClient, image: str, network: str = FEED_NETWORK) -> BoxEnv:
+    tag = uuid.uuid4().hex[:8]
+    env = BoxEnv(image=f"{PREFIX}box:{tag}", container=f"{PREFIX}box-{tag}", volume=f"{PREFIX}home-{tag}", network=network)
+    repo, _, t = env.image.partition(":")
+    client.images.get(image).tag(repo, t)
+    return env
+
+
+def cleanup_box_env(client: docker.DockerClient, env: BoxEnv, image_too: bool = True) -> None:
+    for c in client.containers.list(all=True, filters={"volume": env.volume}):
+        c.remove(force=True)
+    try:
+        client.containers.get(env.container).remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    try:
+        client.volumes.get(env.volume).remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    if image_too:
+        try:
+            client.images.remove(env.image, force=True)  # a tag only: untag even if a container uses it
+        except docker.errors.ImageNotFound:
+            pass
+
+
+def volume_files(client: docker.DockerClient, env: BoxEnv, paths) -> Dict[str, Optional[bytes]]:
+    """Files from the test volume, read by a plain container that never runs."""
+    from imdbox import engine
+
+    saved = (names.IMAGE, names.VOLUME, names.NETWORK)
+    names.IMAGE, names.VOLUME, names.NETWORK = env.image, env.volume, env.network
+    try:
+        return {p: engine.read_volume_file(client, p) for p in paths}
+    finally:
+        names.IMAGE, names.VOLUME, names.NETWORK = saved

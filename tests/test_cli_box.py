@@ -1,0 +1,248 @@
+"""The `box` command against the real engine, through the fake worker and its feed.
+
+One box's life, in order: refusals before setup, setup (verified install), a
+tampered release refused, start/logs/status/stop, a start that fails without a
+restart loop, update keeping the volume byte-identical, runtimes, a foreign
+container, remove. Every name is test-only (IMD_BOX_IMAGE/CONTAINER/VOLUME) and
+every box runs on the harness's internal `imdt-internet` network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+import docker
+import pytest
+
+from tests.fake_worker.fixtures import (
+    FEED_URL,
+    cleanup_box_env,
+    new_box_env,
+    start_feed,
+    volume_files,
+)
+
+CA = "/etc/ssl/certs/ca-certificates.crt"
+BASE = "imd-box-base:trixie"
+
+
+@pytest.fixture(scope="module")
+def feed(docker_client, topology, box_image):
+    container = start_feed(docker_client, box_image)
+    yield FEED_URL
+    container.remove(force=True)
+
+
+@pytest.fixture(scope="module")
+def bx(docker_client, box_image, feed):
+    env = new_box_env(docker_client, box_image)
+    yield env
+    cleanup_box_env(docker_client, env)
+
+
+def _container(client, name):
+    try:
+        return client.containers.get(name)
+    except docker.errors.NotFound:
+        return None
+
+
+def _volume_exists(client, name):
+    try:
+        client.volumes.get(name)
+        return True
+    except docker.errors.NotFound:
+        return False
+
+
+def test_refusals_before_setup_change_nothing(docker_client, bx):
+    for cmd in (["start"], ["status"], ["shell", "true"], ["runtime", "claude"]):
+        r = bx.run(*cmd)
+        assert r.returncode != 0, (cmd, r.all)
+        assert "setup was not done" in r.stderr, (cmd, r.all)
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert _container(docker_client, bx.container) is None
+    assert not _volume_exists(docker_client, bx.volume)
+    r = bx.run("runtime", "gemini")
+    assert r.returncode == 2 and "unknown runtime gemini" in r.stderr, r.all
+    r = bx.run("setup", "--no-shell", "--concurrency", "9")
+    assert r.returncode == 2 and "concurrency must be 1 to 4" in r.stderr, r.all
+    assert not _volume_exists(docker_client, bx.volume)
+
+
+def test_image_missing_and_docker_down_are_one_line(bx):
+    r = bx.run("start", IMD_BOX_IMAGE="imdt-no-such-image:x")
+    assert r.returncode == 1 and "box image imdt-no-such-image:x is missing" in r.stderr, r.all
+    r = bx.run("status", DOCKER_HOST="unix:///tmp/imdt-no-docker.sock")
+    assert r.returncode == 1, r.all
+    assert r.stderr.strip() == "box: Docker is not running — start Docker Desktop, wait for it to say it is running, and try again"
+
+
+def test_setup_installs_the_verified_worker(docker_client, bx):
+    r = bx.run("setup", "--no-shell")
+    assert r.returncode == 0, r.all
+    assert "walls up and verified" in r.all
+    assert "checksum verified: identitymd-worker.tgz sha256" in r.all
+    assert "worker installed: 1.0.0-fake" in r.all
+    assert "installing the claude CLI" in r.all
+    assert "browser: registered with the worker as the stdio MCP tool 'browser'" in r.all
+    assert "claude" in r.all and "imd pair" in r.all and "imd doctor" in r.all  # the next steps
+    vol = docker_client.volumes.get(bx.volume)
+    assert vol.attrs["Labels"].get("io.identitymd.box") == "1"
+    r = bx.run("shell", "imd", "--version")
+    assert r.returncode == 0 and r.stdout.strip() == "1.0.0-fake", r.all
+    r = bx.run("shell", "claude", "--version")
+    assert r.returncode == 0 and "@anthropic-ai/claude-code, fake" in r.stdout, r.all
+    files = volume_files(docker_client, bx, ["/home/imd/.imd-box/settings.env", "/home/imd/.identitymd/config.json"])
+    assert files["/home/imd/.imd-box/settings.env"] == b"RUNTIMES=claude\nCONCURRENCY=2\n"
+    assert b'"browser"' in files["/home/imd/.identitymd/config.json"]
+    assert b"/usr/local/lib/imd-box/browser/" in files["/home/imd/.identitymd/config.json"]
+    # Not paired yet: doctor has something to fix and box status passes its exit code.
+    r = bx.run("status")
+    assert r.returncode == 1, r.all
+    assert "✗ not paired" in r.stdout and "✓ runtime claude" in r.stdout, r.all
+    assert "one-off box with the same walls" in r.stdout
+
+
+def test_tampered_release_is_refused_and_the_old_worker_survives(bx):
+    r = bx.run("setup", "--no-shell", IMD_WORKER_URL=f"{FEED_URL}/tampered")
+    assert r.returncode == 1, r.all
+    assert "checksum mismatch for identitymd-worker.tgz" in r.all
+    assert "refusing to install" in r.all
+    r = bx.run("shell", "imd", "--version")
+    assert r.returncode == 0 and r.stdout.strip() == "1.0.0-fake", r.all
+
+
+def test_start_logs_status_stop(docker_client, bx):
+    r = bx.run("shell", "imd", "pair")
+    assert r.returncode == 0 and "✓ paired device" in r.stdout, r.all
+    r = bx.run("start")
+    assert r.returncode == 0, r.all
+    c = docker_client.containers.get(bx.container)
+    assert c.status == "running"
+    assert c.attrs["HostConfig"]["RestartPolicy"]["Name"] == "unless-stopped"
+    assert c.labels["io.identitymd.box"] == "1" and c.labels["io.identitymd.box.role"] == "worker"
+    assert c.attrs["HostConfig"]["CapDrop"] == ["ALL"]
+    r = bx.run("start")
+    assert r.returncode == 0 and "already running" in r.stdout, r.all
+    r = bx.run("logs", "--no-follow")
+    assert r.returncode == 0, r.all
+    assert "walls up and verified" in r.all
+    assert "IdentityMD worker 1.0.0-fake starting: runtime claude, concurrency 2, auto-update on" in r.all
+    r = bx.run("logs", "--no-follow", "--since", "1h", "--tail", "1")
+    assert r.returncode == 0 and len(r.stdout.strip().splitlines()) == 1, r.all
+    r = bx.run("logs", "--since", "yesterday-ish")
+    assert r.returncode == 2 and "--since" in r.stderr, r.all
+    r = bx.run("status")
+    assert r.returncode == 0, r.all
+    assert "running" in r.stdout and "restarts:  0" in r.stdout
+    assert "✓ paired: device" in r.stdout and "in the running box" in r.stdout
+    assert "runtime:   claude (concurrency 2)" in r.stdout
+    started = time.monotonic()
+    r = bx.run("stop")
+    assert r.returncode == 0 and "stopped" in r.stdout, r.all
+    assert time.monotonic() - started < 30  # SIGTERM reached the worker: no 45 s kill
+    c.reload()
+    assert c.status == "exited"
+    assert "SIGTERM: finishing current work" in c.logs().decode()
+    assert "stopped cleanly" in c.logs().decode()
+    r = bx.run("stop")
+    assert r.returncode == 0 and "not running" in r.stdout
+    r = bx.run("status")
+    assert r.returncode == 0 and "stopped" in r.stdout and "one-off box" in r.stdout, r.all
+
+
+def test_a_failing_start_leaves_no_restart_loop(docker_client, bx):
+    bad = "printf 'RUNTIMES=claude\\nCONCURRENCY=9\\n' > ~/.imd-box/settings.env"
+    assert bx.run("shell", "bash", "-c", bad).returncode == 0
+    try:
+        r = bx.run("start")
+        assert r.returncode == 1, r.all
+        assert "did not start" in r.stderr and "bad CONCURRENCY" in r.stderr, r.all
+        assert _container(docker_client, bx.container) is None
+    finally:
+        good = "printf 'RUNTIMES=claude\\nCONCURRENCY=2\\n' > ~/.imd-box/settings.env"
+        assert bx.run("shell", "bash", "-c", good).returncode == 0
+
+
+def _fingerprint(docker_client, bx):
+    paths = ["/home/imd/.claude/.credentials.json", "/home/imd/.identitymd/config.json"]
+    files = volume_files(docker_client, bx, paths)
+    assert all(files[p] for p in paths), files
+    return {p: hashlib.sha256(files[p]).hexdigest() for p in paths}
+
+
+def test_update_keeps_the_volume_byte_identical(docker_client, bx):
+    login = "mkdir -p ~/.claude && head -c 300 /dev/urandom | base64 > ~/.claude/.credentials.json"
+    assert bx.run("shell", "bash", "-c", login).returncode == 0
+    assert bx.run("start").returncode == 0
+    old_id = docker_client.containers.get(bx.container).id
+    before = _fingerprint(docker_client, bx)
+    r = bx.run("update", "--base-image", BASE, "--ca-cert", CA, timeout=1200)
+    assert r.returncode == 0, r.all
+    assert "rebuilding the box image from this checkout" in r.all
+    assert "refreshing the agent CLIs in the volume: claude" in r.all
+    assert "the box is running again" in r.all
+    c = docker_client.containers.get(bx.container)
+    assert c.id != old_id and c.status == "running"
+    assert _fingerprint(docker_client, bx) == before
+    assert bx.run("stop").returncode == 0
+
+
+def test_runtime_changes(docker_client, bx):
+    r = bx.run("runtime")
+    assert r.returncode == 0, r.all
+    assert "runtime(s): claude (concurrency 2)" in r.stdout and "the installed worker runs: claude, codex" in r.stdout
+    r = bx.run("runtime", "claude,grok")
+    assert r.returncode == 1, r.all
+    assert "the installed worker cannot run grok" in r.stderr and "nothing was changed" in r.stderr
+    assert bx.run("shell", "bash", "-c", "command -v grok").returncode != 0
+    files = volume_files(docker_client, bx, ["/home/imd/.imd-box/settings.env"])
+    assert files["/home/imd/.imd-box/settings.env"] == b"RUNTIMES=claude\nCONCURRENCY=2\n"
+    # A worker that runs grok.
+    r = bx.run("setup", "--no-shell", IMD_WORKER_URL=f"{FEED_URL}/grok")
+    assert r.returncode == 0 and "worker installed: 3.0.0-fake" in r.all, r.all
+    assert bx.run("start").returncode == 0
+    r = bx.run("runtime", "claude,grok", "--concurrency", "3")
+    assert r.returncode == 0, r.all
+    assert "installing the grok CLI" in r.all and "restarting the worker on claude and grok" in r.all
+    c = docker_client.containers.get(bx.container)
+    assert "runtime claude,grok, concurrency 3" in c.logs().decode()
+    r = bx.run("shell", "grok", "--version")
+    assert r.returncode == 0 and "@vibe-kit/grok-cli, fake" in r.stdout, r.all
+    r = bx.run("runtime", "claude")
+    assert r.returncode == 0 and "removing the grok CLI" in r.all, r.all
+    assert bx.run("shell", "bash", "-c", "command -v grok").returncode != 0
+    c = docker_client.containers.get(bx.container)
+    assert "runtime claude, concurrency 3" in c.logs().decode()
+
+
+def test_a_foreign_container_holding_the_name_is_never_touched(docker_client, bx, box_image):
+    name = bx.container + "-foreign"
+    foreign = docker_client.containers.create(box_image, command=["true"], name=name, labels={"imd-test": "1"})
+    try:
+        for cmd in (["start"], ["stop"], ["status"], ["logs", "--no-follow"], ["remove", "--yes"]):
+            r = bx.run(*cmd, IMD_BOX_CONTAINER=name)
+            assert r.returncode == 1, (cmd, r.all)
+            assert "was not made by box" in r.stderr, (cmd, r.all)
+        foreign.reload()
+        assert foreign.status == "created" and foreign.name == name
+    finally:
+        foreign.remove(force=True)
+
+
+def test_remove_unlinks_and_removes_everything(docker_client, bx, box_image):
+    assert _container(docker_client, bx.container) is not None
+    r = bx.run("remove")  # no terminal, no --yes: the volume is kept
+    assert r.returncode == 0, r.all
+    assert "✓ unlinked device" in r.all and "kept the volume" in r.all
+    assert _container(docker_client, bx.container) is None
+    assert _volume_exists(docker_client, bx.volume)
+    with pytest.raises(docker.errors.ImageNotFound):
+        docker_client.images.get(bx.image)
+    docker_client.images.get(box_image).tag(*bx.image.split(":"))  # put the tag back
+    r = bx.run("remove", "--yes")
+    assert r.returncode == 0, r.all
+    assert "nothing to unlink" in r.all and f"removed the volume {bx.volume}" in r.all
+    assert not _volume_exists(docker_client, bx.volume)

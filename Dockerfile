@@ -115,5 +115,7 @@ COPY worker/ /usr/local/lib/imd-box/worker/
 COPY browser/ /usr/local/lib/imd-box/browser/
 COPY entrypoint.sh /usr/local/bin/entrypoint.sh
 
-ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/entrypoint.sh"]
+# The entrypoint execs tini as `imd` once the walls are up: PID 1 then signals the worker
+# as its own user (a root tini without CAP_KILL could not forward `docker stop`'s SIGTERM).
+ENTRYPOINT ["/usr/local/bin/entrypoint.sh"]
 CMD ["/usr/local/lib/imd-box/worker/run.sh"]

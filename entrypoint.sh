@@ -1,5 +1,5 @@
 #!/bin/bash
-# PID 1 is tini; this runs as root, sets and verifies the walls, then becomes
+# PID 1: this runs as root, sets and verifies the walls, then becomes
 # `imd` with every capability gone and execs the worker (or the command given,
 # so setup, shell and check run behind exactly the same walls).
 # Any failure exits non-zero before the command starts: fail closed.
@@ -15,6 +15,8 @@ die() { echo "imd-box: $*; the worker was not started" >&2; exit 78; }
 # setpriv changes uid/gid (needs SETUID/SETGID) and empties the bounding set
 # (needs SETPCAP); the uid change itself clears the permitted and effective
 # sets. no_new_privs is set again here in case the runtime did not.
+# tini becomes PID 1 as `imd`: it reaps zombies and forwards `docker stop`'s
+# SIGTERM to the worker, which a root PID 1 without CAP_KILL cannot do.
 exec setpriv --reuid=imd --regid=imd --init-groups \
   --inh-caps=-all --ambient-caps=-all --bounding-set=-all --no-new-privs \
-  -- env HOME=/home/imd USER=imd LOGNAME=imd "$@"
+  -- env HOME=/home/imd USER=imd LOGNAME=imd /usr/bin/tini -- "$@"

@@ -48,14 +48,6 @@ RUN npm ci --ignore-scripts --no-audit --no-fund \
 # ---------------------------------------------------------------- the box
 FROM ${BASE_IMAGE}
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-ARG VERSION=dev
-ARG REVISION=unknown
-LABEL org.opencontainers.image.title="IMD Box" \
-      org.opencontainers.image.description="A walled Debian container for the IMD worker: no host files, no host network, only the internet." \
-      org.opencontainers.image.source="https://github.com/Identity-md/box" \
-      org.opencontainers.image.licenses="MIT" \
-      org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.revision="${REVISION}"
 
 COPY ca/ /usr/local/share/ca-certificates/imd-box/
 # Versions come from the signed trixie archive; pinning exact Debian revisions
@@ -114,6 +106,17 @@ COPY firewall/ /usr/local/lib/imd-box/firewall/
 COPY worker/ /usr/local/lib/imd-box/worker/
 COPY browser/ /usr/local/lib/imd-box/browser/
 COPY entrypoint.sh /usr/local/bin/entrypoint.sh
+
+# Last, so a new commit (REVISION) changes only this metadata step: every RUN
+# above keeps its cache (a build arg declared earlier is part of each RUN's cache key).
+ARG VERSION=dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="IMD Box" \
+      org.opencontainers.image.description="A walled Debian container for the IMD worker: no host files, no host network, only the internet." \
+      org.opencontainers.image.source="https://github.com/Identity-md/box" \
+      org.opencontainers.image.licenses="MIT" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
 
 # The entrypoint execs tini as `imd` once the walls are up: PID 1 then signals the worker
 # as its own user (a root tini without CAP_KILL could not forward `docker stop`'s SIGTERM).

@@ -1,0 +1,680 @@
+#!/usr/bin/env python3
+"""IMD Box benchmark: measures, on the machine it runs on, what a user waits for.
+
+    python3 bench/run.py                 # a Mac with Docker Desktop: the defaults
+    python3 bench/run.py --quick         # no cold build, 3 runs each
+    python3 bench/run.py --harness --base-image imd-box-base:trixie \\
+        --ca-cert /etc/ssl/certs/ca-certificates.crt    # the project's CI machine
+
+Prints a Markdown table: the image size (uncompressed, and layer by layer, largest
+first), cold build (no cache) and warm no-change build, `box check`, `box start`
+until the worker process runs, and `box --help`. Every timing is several runs:
+median, min and max. A piece that cannot run here is a "skipped: <reason>" row.
+
+It goes through the product's own code: builds with imdbox.build.build_image,
+everything else with the `box` command itself (the ./box launcher). It never
+touches the user's box: its image, container and volume are `imdbench-*` names
+(through IMD_BOX_IMAGE / IMD_BOX_CONTAINER / IMD_BOX_VOLUME), removed at the end.
+
+`box start` needs a worker installed in a volume: by default the bench installs
+the test suite's fake worker (tests/fake_worker) into a fresh volume of its own;
+--volume NAME uses a volume you prepared instead (it is left as it was found,
+apart from what the worker writes).
+
+`box check` probes the internet and the walls. --harness runs the same check
+(imdbox.check.runner.run_check, what `box check` calls) on the test suite's
+internal networks, aimed only at the harness's own listeners: use it on machines
+that must send nothing off the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+PREFIX = "imdbench-"
+# The test topology has fixed subnets: one per machine, taken under the lock the tests use.
+TOPOLOGY_LOCK = "/tmp/imdt-topology.lock"
+GB = 1000**3
+MB = 1000**2
+
+# The goals the README states (seconds, or bytes for the image).
+GOALS = {
+    "image": 1.5 * GB,
+    "warm": 15.0,
+    "check": 10.0,
+    "start": 5.0,
+    "help": 0.3,
+}
+
+
+# --------------------------------------------------------------------------- results
+@dataclass
+class Row:
+    metric: str
+    samples: list[float] = field(default_factory=list)
+    goal: Optional[float] = None  # seconds
+    note: str = ""
+    skipped: Optional[str] = None
+    value_text: Optional[str] = None  # for non-timing rows (size)
+    met: Optional[bool] = None
+
+    def cells(self) -> list[str]:
+        if self.skipped:
+            return [self.metric, "-", f"skipped: {self.skipped}", "-", self._goal(), "-", self.note]
+        if self.value_text is not None:
+            return [self.metric, "1", self.value_text, "-", self._goal(), self._met(), self.note]
+        med = statistics.median(self.samples)
+        if self.met is None and self.goal is not None:
+            self.met = med <= self.goal
+        spread = f"{fmt_s(min(self.samples))} – {fmt_s(max(self.samples))}" if len(self.samples) > 1 else "-"
+        return [self.metric, str(len(self.samples)), fmt_s(med), spread, self._goal(), self._met(), self.note]
+
+    def _goal(self) -> str:
+        if self.goal is None:
+            return "-"
+        return f"≤ {self.goal / GB:.1f} GB" if self.value_text is not None else f"≤ {fmt_s(self.goal)}"
+
+    def _met(self) -> str:
+        return "-" if self.met is None else ("yes" if self.met else "NO")
+
+    def as_json(self) -> dict:
+        return {
+            "metric": self.metric,
+            "samples_s": self.samples,
+            "median_s": statistics.median(self.samples) if self.samples else None,
+            "goal": self.goal,
+            "met": self.met,
+            "skipped": self.skipped,
+            "value": self.value_text,
+            "note": self.note,
+        }
+
+
+def fmt_s(seconds: float) -> str:
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 100:
+        return f"{seconds:.1f} s"
+    return f"{seconds / 60:.1f} min"
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def layer_step(entry: dict) -> str:
+    """A history entry's Dockerfile step, short: `RUN apt-get …`, `COPY … /opt/`, or the base image."""
+    text = " ".join((entry.get("CreatedBy") or "").split())
+    if not text:
+        return "(base image)"
+    if "#(nop) " in text:
+        step = text.split("#(nop) ", 1)[1]
+        step = re.sub(r"^(COPY|ADD) (dir|file|multi):[0-9a-f]+ in ", r"\1 → ", step)
+    else:
+        text = re.sub(r"^\|\d+ (\S+=\S* )*", "", text)  # the build args the step saw
+        step = "RUN " + re.sub(r"^/bin/(ba)?sh (-o pipefail )?-c ", "", text)
+    return step if len(step) <= 100 else step[:99] + "…"
+
+
+def log(msg: str) -> None:
+    sys.stderr.write(f"bench: {msg}\n")
+    sys.stderr.flush()
+
+
+# --------------------------------------------------------------------------- the machine
+def machine(client) -> str:
+    info = client.info()
+    cpu = platform.processor() or platform.machine()
+    try:
+        if sys.platform == "darwin":
+            cpu = subprocess.run(
+                ["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, timeout=5
+            ).stdout.strip()
+        else:
+            for line in Path("/proc/cpuinfo").read_text().splitlines():
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return (
+        f"{platform.system()} {platform.release()} ({platform.machine()}), {cpu}, {os.cpu_count()} host cores; "
+        f"Docker {info.get('ServerVersion')} on {info.get('OperatingSystem')} "
+        f"({info.get('NCPU')} CPUs, {info.get('MemTotal', 0) / 1024**3:.1f} GiB for Docker, "
+        f"storage {info.get('Driver')}); Python {platform.python_version()}"
+    )
+
+
+# --------------------------------------------------------------------------- the box command
+class Box:
+    """The `box` command as a user runs it, pointed at the bench's own names."""
+
+    def __init__(self, image: str, container: str, volume: str, network: str):
+        launcher = ROOT / "box"
+        self.argv = [str(launcher)] if launcher.is_file() and os.access(launcher, os.X_OK) else None
+        self.module_argv = [sys.executable, "-m", "imdbox"]
+        self.env = dict(os.environ)
+        self.env.update(
+            IMD_BOX_IMAGE=image,
+            IMD_BOX_CONTAINER=container,
+            IMD_BOX_VOLUME=volume,
+            IMD_BOX_NETWORK=network,
+            NO_COLOR="1",
+            COLUMNS="200",
+        )
+
+    def command(self, launcher: bool = True) -> list[str]:
+        return list(self.argv if (launcher and self.argv) else self.module_argv)
+
+    def run(self, *args: str, launcher: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            self.command(launcher) + list(args),
+            cwd=str(ROOT),
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def popen(self, *args: str, launcher: bool = True) -> subprocess.Popen:
+        return subprocess.Popen(
+            self.command(launcher) + list(args),
+            cwd=str(ROOT),
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+
+def tail(text: str, n: int = 3) -> str:
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return " / ".join(lines[-n:])[:300] or "(no output)"
+
+
+def timed(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+# --------------------------------------------------------------------------- measurements
+class Bench:
+    def __init__(self, args: argparse.Namespace):
+        import docker
+
+        from imdbox import build, names
+
+        self.args = args
+        self.build = build
+        self.names = names
+        self.client = docker.from_env(timeout=900)
+        self.client.ping()
+        self.run_id = uuid.uuid4().hex[:8]
+        self.image = args.image or f"{PREFIX}box:{self.run_id}"
+        self.container = f"{PREFIX}box-{self.run_id}"
+        self.own_volume: Optional[str] = None
+        self.volume = args.volume or f"{PREFIX}home-{self.run_id}"
+        self.made_images: set[str] = set()
+        self.rows: list[Row] = []
+        self.layers: list[list[str]] = []
+        self.box = Box(self.image, self.container, self.volume, args.network)
+
+    # ---------------------------------------------------------------- builds
+    def _build(self, no_cache: bool) -> str:
+        lines: list[str] = []
+        image_id = self.build.build_image(
+            self.client.api,
+            tag=self.image,
+            base_image=self.args.base_image,
+            ca_file=Path(self.args.ca_cert) if self.args.ca_cert else None,
+            no_cache=no_cache,
+            on_line=lines.append,
+        )
+        self.made_images.add(image_id)
+        return image_id
+
+    def base_available(self) -> Optional[str]:
+        import docker.errors
+
+        try:
+            self.client.images.get(self.args.base_image)
+            return None
+        except docker.errors.ImageNotFound:
+            pass
+        if self.args.base_image == self.names.DEFAULT_BASE_IMAGE:
+            try:
+                log(f"pulling {self.args.base_image}")
+                self.client.images.pull(self.args.base_image)
+                return None
+            except docker.errors.APIError as exc:
+                return f"the base image {self.args.base_image} cannot be pulled ({str(exc)[:120]})"
+        return f"the base image {self.args.base_image} is not on this machine (--base-image)"
+
+    def builds(self) -> bool:
+        """Cold and warm builds; False if there is no image to go on with."""
+        reason = self.base_available()
+        if reason:
+            self.rows.append(Row("cold build (no cache)", skipped=reason))
+            self.rows.append(Row("warm build (no change)", skipped=reason, goal=GOALS["warm"]))
+            return False
+        cold = Row("cold build (no cache)", note="imdbox.build.build_image(no_cache=True)")
+        if self.args.cold_runs <= 0:
+            cold.skipped = "--quick / --cold-runs 0"
+        else:
+            for i in range(self.args.cold_runs):
+                log(f"cold build {i + 1}/{self.args.cold_runs} (minutes)")
+                cold.samples.append(timed(lambda: self._build(no_cache=True)))
+        self.rows.append(cold)
+        warm = Row("warm build (no change)", goal=GOALS["warm"], note="same call, layer cache")
+        try:
+            log("build (primes the layer cache; not timed)")
+            self._build(no_cache=False)
+            for i in range(self.args.runs):
+                log(f"warm build {i + 1}/{self.args.runs}")
+                warm.samples.append(timed(lambda: self._build(no_cache=False)))
+        except self.build.BuildError as exc:
+            warm.skipped = f"the build failed: {tail(str(exc), 2)}"
+            self.rows.append(warm)
+            return False
+        self.rows.append(warm)
+        return True
+
+    def use_existing_image(self) -> bool:
+        import docker.errors
+
+        try:
+            self.client.images.get(self.image)
+            return True
+        except docker.errors.ImageNotFound:
+            return False
+
+    # ---------------------------------------------------------------- size
+    def size(self) -> None:
+        img = self.client.images.get(self.image)
+        total = img.attrs["Size"]
+        row = Row("image size (uncompressed)", goal=GOALS["image"], value_text=f"{total / GB:.2f} GB")
+        row.met = total <= GOALS["image"]
+        row.note = f"{self.image}, {len(img.history())} layers"
+        self.rows.insert(0, row)
+        history = [h for h in img.history() if h.get("Size", 0) > 0]
+        history.sort(key=lambda h: h["Size"], reverse=True)
+        for h in history[: self.args.layers]:
+            self.layers.append([f"{h['Size'] / MB:,.1f} MB", f"{100 * h['Size'] / total:.0f}%", layer_step(h)])
+        rest = history[self.args.layers :]
+        if rest:
+            size = sum(h["Size"] for h in rest)
+            self.layers.append([f"{size / MB:,.1f} MB", f"{100 * size / total:.0f}%", f"({len(rest)} smaller layers)"])
+
+    # ---------------------------------------------------------------- box --help
+    def help(self) -> None:
+        for launcher, label in ((True, "`box --help` (./box launcher)"), (False, "`python -m imdbox --help`")):
+            if launcher and not self.box.argv:
+                self.rows.append(Row(label, skipped="no executable ./box in this checkout", goal=GOALS["help"]))
+                continue
+            first = self.box.run("--help", launcher=launcher)  # warm-up: the launcher makes its venv once
+            if first.returncode != 0:
+                self.rows.append(Row(label, skipped=f"exit {first.returncode}: {tail(first.stdout + first.stderr)}"))
+                continue
+            row = Row(label, goal=GOALS["help"] if launcher else None, note="warm (1 untimed run first)")
+            for _ in range(max(self.args.runs, 5)):
+                row.samples.append(timed(lambda launcher=launcher: self.box.run("--help", launcher=launcher)))
+            self.rows.append(row)
+
+    # ---------------------------------------------------------------- box check
+    def check(self) -> None:
+        label = "`box check` (all walls)"
+        if self.args.harness:
+            self._check_harness(label)
+            return
+        extra = []
+        if self.args.check_url:
+            extra += ["--url", self.args.check_url]
+        if self.args.check_targets:
+            extra += ["--targets", self.args.check_targets]
+        row = Row(label, goal=GOALS["check"], note="`box check --json`, wall time")
+        fails: set[str] = set()
+        for i in range(self.args.runs):
+            log(f"box check {i + 1}/{self.args.runs}")
+            t0 = time.perf_counter()
+            res = self.box.run("check", "--json", *extra, timeout=300)
+            elapsed = time.perf_counter() - t0
+            try:
+                report = json.loads(res.stdout)
+            except json.JSONDecodeError:
+                row.skipped = f"`box check` gave no report (exit {res.returncode}): {tail(res.stdout + res.stderr)}"
+                break
+            fails |= (
+                {r.get("wall") or r.get("id") for r in report if not r.get("ok")} if isinstance(report, list) else set()
+            )
+            row.samples.append(elapsed)
+        if fails and not row.skipped:
+            row.note += f"; FAIL lines: {', '.join(sorted(map(str, fails)))}"
+        self.rows.append(row)
+
+    def _check_harness(self, label: str) -> None:
+        import fcntl
+
+        from imdbox.check.runner import Targets, run_check
+        from tests.harness import topology as topo_mod
+
+        row = Row(label, goal=GOALS["check"], note="run_check (what `box check` runs) on the test networks")
+        volume = f"{PREFIX}checkhome-{self.run_id}"
+        self.client.volumes.create(volume, labels={"imd-bench": "1"})
+        targets = Targets(
+            lan=("192.168.77.10", "10.77.0.10"),
+            tailscale=("100.100.100.100",),
+            metadata=("169.254.169.254", "169.254.170.2"),
+            ipv6=("fd00:1d:1::200",),
+            dns_servers=("198.51.100.53",),
+            jail_target="169.254.169.254",
+            dns_name="imdt-listener-internet",
+        )
+        try:
+            with open(TOPOLOGY_LOCK, "w") as lock:
+                log("waiting for the test topology lock (a test run may hold it)")
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                topo = topo_mod.build(self.client, self.image)
+                try:
+                    fails: set[str] = set()
+                    for i in range(self.args.runs):
+                        log(f"check {i + 1}/{self.args.runs}")
+                        t0 = time.perf_counter()
+                        report = run_check(
+                            self.client,
+                            image=self.image,
+                            volume=volume,
+                            networks=topo.network_names,
+                            extra_hosts=topo.extra_hosts,
+                            internet_url=topo.url("internet"),
+                            targets=targets,
+                            name_prefix=f"{PREFIX}check-",
+                        )
+                        row.samples.append(time.perf_counter() - t0)
+                        fails |= set(report.failed())
+                    if fails:
+                        row.note += f"; FAIL lines: {', '.join(sorted(fails))}"
+                finally:
+                    topo_mod.teardown(self.client, topo)
+        except Exception as exc:  # the bench reports, it does not crash
+            row.skipped = f"the test topology or the check failed: {str(exc)[:200]}"
+        finally:
+            self._remove_volume(volume)
+        self.rows.append(row)
+
+    # ---------------------------------------------------------------- box start
+    def prepare_fake_worker(self) -> Optional[str]:
+        """Install tests/fake_worker into our own fresh volume; a reason if it cannot."""
+        try:
+            from tests.fake_worker import worker_tgz
+        except ImportError as exc:
+            return f"no prepared volume (--volume) and no tests/fake_worker to install ({exc})"
+        import gzip
+        import io
+
+        tgz = worker_tgz("1.0.0-bench")
+        staged = io.BytesIO()
+        with (
+            tarfile.open(fileobj=io.BytesIO(gzip.decompress(tgz))) as src,
+            tarfile.open(fileobj=staged, mode="w") as dst,
+        ):
+            for m in src.getmembers():
+                data = src.extractfile(m) if m.isfile() else None
+                m.name = "stage/" + m.name  # package/... as npm packs it
+                dst.addfile(m, data)
+        script = (
+            'set -e; d=/home/imd/.npm-global/lib/node_modules/identitymd-worker; mkdir -p "$d" /home/imd/.npm-global/bin; '
+            'cp -a /tmp/stage/package/. "$d/"; chmod 755 "$d/bin/imd.js"; '
+            "ln -sf ../lib/node_modules/identitymd-worker/bin/imd.js /home/imd/.npm-global/bin/imd; "
+            "chown -R 1000:1000 /home/imd; chmod 700 /home/imd"
+        )
+        self.client.volumes.create(self.volume, labels={"imd-bench": "1"})
+        self.own_volume = self.volume
+        prep = self.client.containers.create(
+            self.image,
+            entrypoint=["bash", "-c", script],
+            command=[],
+            user="root",
+            network_disabled=True,
+            volumes={self.volume: {"bind": "/home/imd", "mode": "rw"}},
+            name=f"{PREFIX}prep-{self.run_id}",
+            labels={"imd-bench": "1"},
+        )
+        try:
+            prep.put_archive("/tmp", staged.getvalue())
+            prep.start()
+            code = prep.wait(timeout=120)["StatusCode"]
+            if code != 0:
+                return f"installing the fake worker failed: {tail(prep.logs().decode(errors='replace'))}"
+        finally:
+            prep.remove(force=True)
+        return None
+
+    def _remove_container(self) -> None:
+        import docker.errors
+
+        try:
+            self.client.containers.get(self.container).remove(force=True)
+        except docker.errors.NotFound:
+            pass
+
+    def _worker_seen(self, started: float, out: dict) -> None:
+        """Poll until the worker process (`imd start`) runs in our container."""
+        import docker.errors
+
+        deadline = started + 120
+        while time.perf_counter() < deadline and "stop" not in out:
+            try:
+                c = self.client.containers.get(self.container)
+                top = c.top(ps_args="-eo pid,args")
+                if any("imd start" in " ".join(map(str, p)) for p in top.get("Processes") or []):
+                    out["seen"] = time.perf_counter() - started
+                    return
+            except docker.errors.APIError:
+                pass  # not created yet, or not running yet
+            time.sleep(0.05)
+
+    def start(self) -> None:
+        label = "`box start` → worker process running"
+        if not self.args.volume:
+            reason = self.prepare_fake_worker()
+            if reason:
+                self.rows.append(Row(label, skipped=reason, goal=GOALS["start"]))
+                return
+            note = "fake worker (tests/fake_worker)"
+        else:
+            note = f"the worker in {self.args.volume}"
+        row = Row(label, goal=GOALS["start"], note=note)
+        cmd_row = Row("`box start` command, until it returns", note="includes its 2 s settle check")
+        for i in range(self.args.runs):
+            log(f"box start {i + 1}/{self.args.runs}")
+            self._remove_container()
+            seen: dict = {}
+            t0 = time.perf_counter()
+            proc = self.box.popen("start")
+            poller = threading.Thread(target=self._worker_seen, args=(t0, seen), daemon=True)
+            poller.start()
+            try:
+                output, _ = proc.communicate(timeout=180)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                output = "(timed out after 180 s)"
+            elapsed = time.perf_counter() - t0
+            seen["stop"] = True
+            poller.join(timeout=5)
+            if proc.returncode != 0 or "seen" not in seen:
+                row.skipped = f"`box start` exit {proc.returncode}: {tail(output)}"
+                break
+            row.samples.append(seen["seen"])
+            cmd_row.samples.append(elapsed)
+            stop = self.box.run("stop", timeout=120)
+            if stop.returncode != 0:
+                log(f"box stop said: {tail(stop.stdout + stop.stderr)}")
+        self._remove_container()
+        self.rows.append(row)
+        if cmd_row.samples and not row.skipped:
+            self.rows.append(cmd_row)
+
+    # ---------------------------------------------------------------- clean-up
+    def _remove_volume(self, name: str) -> None:
+        import docker.errors
+
+        try:
+            for c in self.client.containers.list(all=True, filters={"volume": name}):
+                if c.name.startswith(PREFIX):
+                    c.remove(force=True)
+            self.client.volumes.get(name).remove(force=True)
+        except docker.errors.APIError as exc:
+            log(f"could not remove the volume {name}: {exc}")
+
+    def cleanup(self) -> None:
+        import docker.errors
+
+        self._remove_container()
+        if self.own_volume:
+            self._remove_volume(self.own_volume)
+        if self.args.image or self.args.keep_image:
+            return
+        try:
+            self.client.images.remove(self.image)  # our tag; layers others use stay
+        except docker.errors.APIError:
+            pass
+        for image_id in self.made_images:  # cold builds' images nobody else tagged
+            try:
+                if not self.client.images.get(image_id).tags:
+                    self.client.images.remove(image_id)
+            except docker.errors.APIError:
+                pass
+
+
+# --------------------------------------------------------------------------- main
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="bench/run.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--runs", type=int, default=5, help="runs per timing (default 5; --help gets at least 5)")
+    p.add_argument("--cold-runs", type=int, default=1, help="no-cache builds (default 1: each takes minutes)")
+    p.add_argument("--quick", action="store_true", help="no cold build and 3 runs per timing")
+    p.add_argument(
+        "--base-image",
+        default=os.environ.get("IMD_BOX_BENCH_BASE", "debian:trixie-slim"),
+        help="the base image to build on (env IMD_BOX_BENCH_BASE; default debian:trixie-slim)",
+    )
+    p.add_argument(
+        "--ca-cert",
+        default=os.environ.get("IMD_BOX_BENCH_CA") or None,
+        help="extra CA certificates for the build, as `box build --ca-cert` (env IMD_BOX_BENCH_CA)",
+    )
+    p.add_argument(
+        "--image",
+        help="measure this existing image instead of building (no build rows; never removed)",
+    )
+    p.add_argument("--keep-image", action="store_true", help="keep the bench's image at the end")
+    p.add_argument("--volume", help="a volume with the worker installed, for `box start` (default: the fake worker)")
+    p.add_argument(
+        "--network",
+        default=os.environ.get("IMD_BOX_NETWORK", "bridge"),
+        help="the network the box runs on, as IMD_BOX_NETWORK (default bridge)",
+    )
+    p.add_argument("--harness", action="store_true", help="run the check on the test suite's internal networks")
+    p.add_argument("--check-url", help="`box check --url`")
+    p.add_argument("--check-targets", help="`box check --targets FILE`")
+    p.add_argument("--skip", default="", help="comma list of: build, size, help, check, start")
+    p.add_argument("--layers", type=int, default=12, help="layers listed (default 12)")
+    p.add_argument("--json", dest="json_out", help="also write the results to this JSON file")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.cold_runs = 0
+        args.runs = min(args.runs, 3)
+    args.skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    return args
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = parse_args(argv)
+    try:
+        bench = Bench(args)
+    except Exception as exc:
+        print(f"bench: the Docker engine is not reachable: {exc}", file=sys.stderr)
+        return 2
+    when = dt.datetime.now().astimezone()
+    host = machine(bench.client)
+    have_image = False
+    try:
+        if args.image:
+            have_image = bench.use_existing_image()
+            if not have_image:
+                bench.rows.append(Row("image", skipped=f"--image {args.image} is not on this machine"))
+        elif "build" in args.skip:
+            bench.rows.append(Row("cold build (no cache)", skipped="--skip build"))
+            bench.rows.append(Row("warm build (no change)", skipped="--skip build", goal=GOALS["warm"]))
+            have_image = bench.use_existing_image()
+        else:
+            have_image = bench.builds()
+        if "size" not in args.skip and have_image:
+            bench.size()
+        if "help" not in args.skip:
+            bench.help()
+        for name, fn, row_name, goal in (
+            ("check", bench.check, "`box check` (all walls)", GOALS["check"]),
+            ("start", bench.start, "`box start` → worker process running", GOALS["start"]),
+        ):
+            if name in args.skip:
+                bench.rows.append(Row(row_name, skipped=f"--skip {name}", goal=goal))
+            elif not have_image:
+                bench.rows.append(Row(row_name, skipped="no box image (the build did not run)", goal=goal))
+            else:
+                try:
+                    fn()
+                except Exception as exc:  # one piece failing must not lose the others' numbers
+                    bench.rows.append(Row(row_name, skipped=f"{type(exc).__name__}: {str(exc)[:200]}", goal=goal))
+    finally:
+        bench.cleanup()
+
+    runs = f"{args.runs} runs per timing, {args.cold_runs} cold build(s)"
+    print(f"IMD Box benchmark — {when:%Y-%m-%d %H:%M %Z}")
+    print(f"Machine: {host}")
+    print(f"Runs: {runs}; commit {bench.build.git_revision()[:12]}")
+    print()
+    headers = ["what", "runs", "median", "min – max", "goal", "met", "notes"]
+    print(table(headers, [r.cells() for r in bench.rows]))
+    if bench.layers:
+        print()
+        print("Layers, largest first:")
+        print()
+        print(table(["size", "share", "step"], bench.layers))
+    if args.json_out:
+        Path(args.json_out).write_text(
+            json.dumps(
+                {"when": when.isoformat(), "machine": host, "runs": runs, "rows": [r.as_json() for r in bench.rows]},
+                indent=2,
+            )
+            + "\n"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

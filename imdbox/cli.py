@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 import typer
 
@@ -132,7 +132,7 @@ def update(
 
 @app.command(context_settings={"allow_interspersed_args": False})
 def shell(
-    command: Optional[List[str]] = typer.Argument(None, help="A command to run instead of a login shell."),
+    command: Optional[list[str]] = typer.Argument(None, help="A command to run instead of a login shell."),
 ) -> None:
     """A shell in the box as `imd` (the running box, or a one-off with the same walls)."""
     code = _run(_lifecycle().shell, command or [], sys.stdin.isatty() and sys.stdout.isatty())
@@ -160,7 +160,8 @@ def remove(
         delete_volume = yes
         if not yes and sys.stdin.isatty():
             delete_volume = typer.confirm(
-                f"Also delete the volume {names.VOLUME}? It holds your logins, the worker and its pairing", default=False
+                f"Also delete the volume {names.VOLUME}? It holds your logins, the worker and its pairing",
+                default=False,
             )
         _lifecycle().remove(keep_seat, delete_volume, keep_image)
 

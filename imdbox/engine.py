@@ -9,7 +9,8 @@ from __future__ import annotations
 import io
 import tarfile
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Callable, Optional
 
 import docker
 import docker.errors
@@ -143,7 +144,7 @@ def flags(
     *,
     name: Optional[str] = None,
     restart: bool = False,
-    environment: Optional[Dict[str, str]] = None,
+    environment: Optional[dict[str, str]] = None,
     interactive: bool = False,
 ) -> RunFlags:
     return RunFlags(
@@ -181,8 +182,8 @@ def read_volume_file(client, path: str) -> Optional[bytes]:
         helper.remove(force=True)
 
 
-def parse_settings(text: Optional[bytes]) -> Dict[str, str]:
-    out: Dict[str, str] = {}
+def parse_settings(text: Optional[bytes]) -> dict[str, str]:
+    out: dict[str, str] = {}
     for line in (text or b"").decode(errors="replace").splitlines():
         key, sep, value = line.partition("=")
         if sep:
@@ -190,7 +191,7 @@ def parse_settings(text: Optional[bytes]) -> Dict[str, str]:
     return out
 
 
-def settings(client) -> Dict[str, str]:
+def settings(client) -> dict[str, str]:
     return parse_settings(read_volume_file(client, SETTINGS_PATH))
 
 
@@ -205,10 +206,10 @@ def require_setup(client) -> None:
         raise BoxError(f"setup was not done (no worker installed in {names.VOLUME}): run `box setup` first")
 
 
-def run_oneoff(client, run_flags: RunFlags, on_line: Callable[[str], None] = lambda s: None) -> Tuple[int, str]:
+def run_oneoff(client, run_flags: RunFlags, on_line: Callable[[str], None] = lambda s: None) -> tuple[int, str]:
     """Run a throwaway box (same walls), streaming its output; returns exit code and output."""
     container = client.containers.create(**run_flags.sdk_kwargs())
-    lines: List[str] = []
+    lines: list[str] = []
     try:
         container.start()
         buf = b""
@@ -232,7 +233,7 @@ def run_oneoff(client, run_flags: RunFlags, on_line: Callable[[str], None] = lam
     return code, "\n".join(lines)
 
 
-def exec_as_imd(container, command: Sequence[str]) -> Tuple[int, str]:
+def exec_as_imd(container, command: Sequence[str]) -> tuple[int, str]:
     result = container.exec_run(AS_IMD + list(command), user="root", demux=False)
     return result.exit_code, (result.output or b"").decode(errors="replace")
 
@@ -245,7 +246,7 @@ def worker_running(container) -> bool:
     return any("imd start" in " ".join(str(p) for p in proc) for proc in top.get("Processes") or [])
 
 
-def wait_started(container, timeout: float = 90.0, settle: float = 2.0) -> Tuple[bool, str]:
+def wait_started(container, timeout: float = 90.0, settle: float = 2.0) -> tuple[bool, str]:
     """Wait for the walls line and the worker process; (ok, logs). Fails fast on an exit or a restart."""
     deadline = time.monotonic() + timeout
     seen_at: Optional[float] = None

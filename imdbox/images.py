@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Optional
 
 import docker.errors
 from docker.utils import parse_repository_tag
@@ -21,7 +21,7 @@ def pull(client, reference: str) -> None:
     tag = tag or "latest"
     if "@" in repo:
         raise BoxError(f"pull a tag, not a digest: {reference}", code=2)
-    tasks: Dict[str, int] = {}
+    tasks: dict[str, int] = {}
     try:
         with Progress(
             TextColumn("{task.description}"), BarColumn(), DownloadColumn(), console=ui.console(), transient=False

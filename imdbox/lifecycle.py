@@ -9,8 +9,9 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Optional
 
 import docker.errors
 
@@ -27,7 +28,7 @@ DEFAULT_WORKER_URL = "https://github.com/Identity-md/worker/releases/latest/down
 PASSTHROUGH_ENV = ("IMD_CLAUDE_PACKAGE", "IMD_CODEX_PACKAGE", "IMD_GROK_PACKAGE")
 
 
-def parse_runtimes(text: str) -> List[str]:
+def parse_runtimes(text: str) -> list[str]:
     wanted = [r.strip().lower() for r in text.split(",") if r.strip()]
     if not wanted:
         raise BoxError("name at least one runtime, e.g. `box runtime claude`", code=2)
@@ -43,7 +44,7 @@ def check_concurrency(value: int) -> int:
     return value
 
 
-def install_env(runtimes: Sequence[str], concurrency: int, worker_url: Optional[str] = None) -> Dict[str, str]:
+def install_env(runtimes: Sequence[str], concurrency: int, worker_url: Optional[str] = None) -> dict[str, str]:
     env = {"IMD_BOX_RUNTIMES": ",".join(runtimes), "IMD_BOX_CONCURRENCY": str(concurrency)}
     if worker_url:
         env["IMD_WORKER_URL"] = worker_url.rstrip("/")
@@ -60,23 +61,23 @@ def _print_box_line(line: str) -> None:
         ui.say(line)
 
 
-def run_install(client, mode: str, env: Dict[str, str]) -> None:
+def run_install(client, mode: str, env: dict[str, str]) -> None:
     flags = engine.flags(client, "setup", [engine.INSTALL_SH, mode], environment=env)
     code, out = engine.run_oneoff(client, flags, on_line=_print_box_line)
     if code != 0:
         raise BoxError(f"install failed: {engine.last_error(out)}")
 
 
-def saved(client) -> Dict[str, str]:
+def saved(client) -> dict[str, str]:
     return engine.settings(client)
 
 
-def saved_runtimes(settings: Dict[str, str]) -> List[str]:
+def saved_runtimes(settings: dict[str, str]) -> list[str]:
     text = settings.get("RUNTIMES") or DEFAULT_RUNTIME
     return [r for r in text.split(",") if r]
 
 
-def saved_concurrency(settings: Dict[str, str]) -> int:
+def saved_concurrency(settings: dict[str, str]) -> int:
     try:
         return check_concurrency(int(settings.get("CONCURRENCY", DEFAULT_CONCURRENCY)))
     except (ValueError, BoxError):
@@ -91,9 +92,7 @@ def _connect():
 
 
 # ------------------------------------------------------------------ setup
-def setup(
-    runtime: Optional[str], concurrency: Optional[int], worker_url: Optional[str], open_shell: bool
-) -> None:
+def setup(runtime: Optional[str], concurrency: Optional[int], worker_url: Optional[str], open_shell: bool) -> None:
     client = _connect()
     engine.image(client)
     container = engine.box_container(client)
@@ -191,7 +190,9 @@ def parse_since(text: str):
     try:
         value = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise BoxError(f"--since {text!r}: give a duration (30s, 10m, 2h, 1d) or a date (2026-01-31T12:00)", 2) from None
+        raise BoxError(
+            f"--since {text!r}: give a duration (30s, 10m, 2h, 1d) or a date (2026-01-31T12:00)", 2
+        ) from None
     return value if value.tzinfo else value.astimezone()
 
 
@@ -242,7 +243,9 @@ def status() -> int:
     else:
         source = engine.pulled_from(img)
         origin = f"pulled from {source}" if source else "built from a checkout"
-        ui.say(f"image:     {names.IMAGE} {img.short_id.split(':')[-1]}, {origin}, made {_when(img.attrs.get('Created'))}")
+        ui.say(
+            f"image:     {names.IMAGE} {img.short_id.split(':')[-1]}, {origin}, made {_when(img.attrs.get('Created'))}"
+        )
     if container is not None and (
         container.attrs["State"].get("Restarting") or container.attrs.get("RestartCount", 0) > 0
     ):
@@ -353,9 +356,9 @@ def update(base_image: str, ca_file: Optional[Path], no_cache: bool) -> None:
 
 
 # ------------------------------------------------------------------ runtime
-def worker_runtimes(help_text: str) -> List[str]:
+def worker_runtimes(help_text: str) -> list[str]:
     """The runtimes the installed worker says it runs (its help's --runtime lines)."""
-    found: List[str] = []
+    found: list[str] = []
     for line in help_text.splitlines():
         if "--runtime" in line or "runtime" in line.lower():
             for name in re.findall(r"[a-z]+", line.lower()):

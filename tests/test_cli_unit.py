@@ -15,7 +15,20 @@ from imdbox import engine, lifecycle, names
 from imdbox.engine import BoxError
 
 ROOT = names.REPO_ROOT
-COMMANDS = ("pull", "build", "setup", "check", "start", "stop", "logs", "status", "update", "shell", "runtime", "remove")
+COMMANDS = (
+    "pull",
+    "build",
+    "setup",
+    "check",
+    "start",
+    "stop",
+    "logs",
+    "status",
+    "update",
+    "shell",
+    "runtime",
+    "remove",
+)
 
 
 def box(*args: str, **env: str) -> subprocess.CompletedProcess:
@@ -115,7 +128,10 @@ def test_parsers():
     assert lifecycle.parse_runtimes("Claude, grok,claude") == ["claude", "grok"]
     with pytest.raises(BoxError):
         lifecycle.parse_runtimes(" , ")
-    assert engine.parse_settings(b"RUNTIMES=claude,grok\nCONCURRENCY=3\n") == {"RUNTIMES": "claude,grok", "CONCURRENCY": "3"}
+    assert engine.parse_settings(b"RUNTIMES=claude,grok\nCONCURRENCY=3\n") == {
+        "RUNTIMES": "claude,grok",
+        "CONCURRENCY": "3",
+    }
     assert lifecycle.saved_concurrency({"CONCURRENCY": "9"}) == 2
     help_text = "  start [--runtime <name>]\n      --runtime <claude|codex|grok>   the agent runtime(s)\n  status  x"
     assert lifecycle.worker_runtimes(help_text) == ["claude", "codex", "grok"]
@@ -130,7 +146,13 @@ def test_parsers():
 
 def test_env_overrides_names():
     code = "from imdbox import names; print(names.IMAGE, names.CONTAINER, names.VOLUME, names.NETWORK)"
-    env = {**os.environ, "IMD_BOX_IMAGE": "a:1", "IMD_BOX_CONTAINER": "b", "IMD_BOX_VOLUME": "c", "IMD_BOX_NETWORK": "d"}
+    env = {
+        **os.environ,
+        "IMD_BOX_IMAGE": "a:1",
+        "IMD_BOX_CONTAINER": "b",
+        "IMD_BOX_VOLUME": "c",
+        "IMD_BOX_NETWORK": "d",
+    }
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=str(ROOT)).stdout
     assert out.split() == ["a:1", "b", "c", "d"]
 

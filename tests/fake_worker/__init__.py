@@ -13,8 +13,9 @@ import hashlib
 import io
 import json
 import tarfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Dict, Iterable, Optional
+from typing import Optional
 
 HERE = Path(__file__).resolve().parent
 FEED_SERVER_JS = HERE / "feed_server.mjs"
@@ -28,7 +29,7 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) -> Non
     tar.addfile(info, io.BytesIO(data))
 
 
-def npm_tgz(files: Dict[str, bytes], executables: Iterable[str] = ()) -> bytes:
+def npm_tgz(files: dict[str, bytes], executables: Iterable[str] = ()) -> bytes:
     """A package tarball as `npm pack` makes it: every file under package/."""
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w") as tar:
@@ -58,7 +59,7 @@ def agent_tgz(package: str, bin_name: str, version: str = "0.0.1-fake") -> bytes
     return npm_tgz(files, executables=["bin/agent.js"])
 
 
-def release(version: str, runtimes=("claude", "codex"), tools: bool = True, tamper: bool = False) -> Dict[str, bytes]:
+def release(version: str, runtimes=("claude", "codex"), tools: bool = True, tamper: bool = False) -> dict[str, bytes]:
     """The three release files; `tamper` changes the tgz after SHA256SUMS was written."""
     tgz = worker_tgz(version, runtimes, tools)
     sums = f"{hashlib.sha256(tgz).hexdigest()}  identitymd-worker.tgz\n".encode()
@@ -68,7 +69,7 @@ def release(version: str, runtimes=("claude", "codex"), tools: bool = True, tamp
     return {"identitymd-worker.tgz": tgz, "SHA256SUMS": sums, "build.json": build}
 
 
-def feed_tar(tree: Dict[str, bytes], root: str = "srv") -> bytes:
+def feed_tar(tree: dict[str, bytes], root: str = "srv") -> bytes:
     """The whole feed as a tar for `put_archive` into the feed container."""
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w") as tar:
@@ -77,9 +78,9 @@ def feed_tar(tree: Dict[str, bytes], root: str = "srv") -> bytes:
     return raw.getvalue()
 
 
-def default_feed() -> Dict[str, bytes]:
-    tree: Dict[str, bytes] = {}
-    variants: Dict[str, Dict[str, bytes]] = {
+def default_feed() -> dict[str, bytes]:
+    tree: dict[str, bytes] = {}
+    variants: dict[str, dict[str, bytes]] = {
         "v1": release("1.0.0-fake"),
         "v2": release("2.0.0-fake"),
         "grok": release("3.0.0-fake", runtimes=("claude", "codex", "grok")),

@@ -9,7 +9,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Dict, Optional
+from typing import Optional
 
 import docker
 
@@ -57,9 +57,9 @@ class BoxEnv:
     container: str
     volume: str
     network: str = FEED_NETWORK
-    extra: Dict[str, str] = field(default_factory=dict)
+    extra: dict[str, str] = field(default_factory=dict)
 
-    def env(self, **overrides: str) -> Dict[str, str]:
+    def env(self, **overrides: str) -> dict[str, str]:
         env = dict(os.environ)
         env.update(
             IMD_BOX_IMAGE=self.image,
@@ -93,7 +93,9 @@ class BoxEnv:
 
 def new_box_env(client: docker.DockerClient, image: str, network: str = FEED_NETWORK) -> BoxEnv:
     tag = uuid.uuid4().hex[:8]
-    env = BoxEnv(image=f"{PREFIX}box:{tag}", container=f"{PREFIX}box-{tag}", volume=f"{PREFIX}home-{tag}", network=network)
+    env = BoxEnv(
+        image=f"{PREFIX}box:{tag}", container=f"{PREFIX}box-{tag}", volume=f"{PREFIX}home-{tag}", network=network
+    )
     repo, _, t = env.image.partition(":")
     client.images.get(image).tag(repo, t)
     return env
@@ -117,7 +119,7 @@ def cleanup_box_env(client: docker.DockerClient, env: BoxEnv, image_too: bool = 
             pass
 
 
-def volume_files(client: docker.DockerClient, env: BoxEnv, paths) -> Dict[str, Optional[bytes]]:
+def volume_files(client: docker.DockerClient, env: BoxEnv, paths) -> dict[str, Optional[bytes]]:
     """Files from the test volume, read by a plain container that never runs."""
     from imdbox import engine
 

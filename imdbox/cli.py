@@ -43,7 +43,7 @@ def _lifecycle():
     return lifecycle
 
 
-@app.command()
+@app.command(short_help="Download the published image (per-layer progress).")
 def pull(
     image: str = typer.Option(names.PUBLISHED_IMAGE, "--image", help="The image to pull (a registry reference)."),
 ) -> None:
@@ -57,7 +57,7 @@ def pull(
     _run(go)
 
 
-@app.command()
+@app.command(short_help="Build the image from this checkout (live progress).")
 def build(
     base_image: str = typer.Option(names.DEFAULT_BASE_IMAGE, "--base-image", help="The Debian trixie base image."),
     ca_cert: Optional[Path] = typer.Option(
@@ -75,7 +75,7 @@ def build(
     _run(go)
 
 
-@app.command()
+@app.command(short_help="Install the worker and Claude Code into the volume.")
 def setup(
     runtime: Optional[str] = typer.Option(None, "--runtime", help="Runtime(s), comma separated: claude, codex, grok."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Tasks at once, 1 to 4 (default 2)."),
@@ -88,22 +88,22 @@ def setup(
     _run(_lifecycle().setup, runtime, concurrency, worker_url, not no_shell)
 
 
-app.command("check")(check_command)
+app.command("check", short_help="Prove every wall from inside a box with the same flags.")(check_command)
 
 
-@app.command()
+@app.command(short_help="Run the box in the background (restarts with Docker).")
 def start() -> None:
     """Run the box in the background; it restarts with Docker until `box stop`."""
     _run(_lifecycle().start)
 
 
-@app.command()
+@app.command(short_help="Stop the box gracefully (45 s for the worker).")
 def stop() -> None:
     """Stop the box gracefully (the worker gets 45 s to finish cleanly)."""
     _run(_lifecycle().stop)
 
 
-@app.command()
+@app.command(short_help="Follow the worker's log.")
 def logs(
     since: Optional[str] = typer.Option(None, "--since", help="Only newer lines: 30s, 10m, 2h, 1d or a date."),
     no_follow: bool = typer.Option(False, "--no-follow", help="Print what is there and stop."),
@@ -113,14 +113,14 @@ def logs(
     _run(_lifecycle().logs, since, not no_follow, tail)
 
 
-@app.command()
+@app.command(short_help="The box's state, then `imd doctor` inside it.")
 def status() -> None:
     """The box's state, then `imd doctor` inside it (its exit code is box's)."""
     code = _run(_lifecycle().status)
     raise typer.Exit(code or 0)
 
 
-@app.command()
+@app.command(short_help="Rebuild or re-pull; recreate the box, keep the volume.")
 def update(
     base_image: str = typer.Option(names.DEFAULT_BASE_IMAGE, "--base-image", help="For a rebuild: the base image."),
     ca_cert: Optional[Path] = typer.Option(None, "--ca-cert", help="For a rebuild: extra CA certificates (PEM)."),
@@ -130,7 +130,7 @@ def update(
     _run(_lifecycle().update, base_image, ca_cert, no_cache)
 
 
-@app.command(context_settings={"allow_interspersed_args": False})
+@app.command(context_settings={"allow_interspersed_args": False}, short_help="A shell in the box as `imd`.")
 def shell(
     command: Optional[list[str]] = typer.Argument(None, help="A command to run instead of a login shell."),
 ) -> None:
@@ -139,7 +139,7 @@ def shell(
     raise typer.Exit(code or 0)
 
 
-@app.command()
+@app.command(short_help="Show or change the runtime(s): claude, codex, grok.")
 def runtime(
     runtimes: Optional[str] = typer.Argument(None, help="e.g. claude or claude,grok; none shows the current ones."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Tasks at once, 1 to 4."),
@@ -148,7 +148,7 @@ def runtime(
     _run(_lifecycle().runtime, runtimes, concurrency)
 
 
-@app.command()
+@app.command(short_help="Unlink, then remove the box, volume (asks), image.")
 def remove(
     keep_seat: bool = typer.Option(False, "--keep-seat", help="Skip `imd unlink` (the seat stays taken)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Also delete the volume without asking."),
@@ -168,7 +168,7 @@ def remove(
     _run(go)
 
 
-@app.command()
+@app.command(short_help="Print box's version.")
 def version() -> None:
     """Print box's version."""
     from . import __version__

@@ -169,6 +169,32 @@ def test_a_failing_start_leaves_no_restart_loop(docker_client, bx):
         assert bx.run("shell", "bash", "-c", good).returncode == 0
 
 
+def test_status_shows_the_last_error_of_a_restarting_box(docker_client, bx):
+    """A box that breaks later (here: bad settings, then the worker dies) restarts with
+    Docker; status says so with the error, and `box start` replaces it."""
+    assert bx.run("start").returncode == 0
+    bad = "printf 'RUNTIMES=claude\\nCONCURRENCY=0\\n' > ~/.imd-box/settings.env && pkill -f 'imd start'"
+    bx.run("shell", "bash", "-c", bad)
+    c = docker_client.containers.get(bx.container)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        c.reload()
+        if c.attrs.get("RestartCount", 0) >= 1:
+            break
+        time.sleep(0.5)
+    r = bx.run("status")
+    assert "restarts:  0" not in r.stdout, r.all
+    assert "last error: imd-box: bad CONCURRENCY" in r.stdout, r.all
+    good = "printf 'RUNTIMES=claude\\nCONCURRENCY=2\\n' > ~/.imd-box/settings.env"
+    assert bx.run("stop").returncode == 0
+    assert bx.run("shell", "bash", "-c", good).returncode == 0
+    r = bx.run("start")
+    assert r.returncode == 0, r.all
+    c = docker_client.containers.get(bx.container)
+    assert c.attrs.get("RestartCount") == 0 and c.status == "running"
+    assert bx.run("stop").returncode == 0
+
+
 def _fingerprint(docker_client, bx):
     paths = ["/home/imd/.claude/.credentials.json", "/home/imd/.identitymd/config.json"]
     files = volume_files(docker_client, bx, paths)

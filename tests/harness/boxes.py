@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -115,18 +116,21 @@ def run(container, cmd: Sequence[str], user: str = "imd", timeout: int = 20) -> 
 
 
 def classify_curl(code: int, out: str) -> Probe:
-    if code == 0 and "imd-test-listener" in out:
-        return Probe("reached", out.strip().splitlines()[-1])
+    found = re.search(r"imd-test-listener:[\w.-]+", out)
+    if code == 0 and found:
+        return Probe("reached", found.group(0))
     low = out.lower()
     if code == 28 or "timed out" in low:
         return Probe("timeout", out.strip())
-    if code == 7 and any(s in low for s in ("refused", "no route", "not permitted", "unreachable")):
-        return Probe("refused", out.strip())
+    reasons = re.findall(r"(?:Immediate connect fail for|connect to) [^\n]*?: ([^\n]+)", out)
+    if code == 7 and any(w in r.lower() for r in reasons for w in ("refused", "no route", "not permitted", "permission denied", "unreachable")):
+        return Probe("refused", reasons[0].strip())
     return Probe("error", f"curl exit {code}: {out.strip()}")
 
 
 def http_probe(container, url: str, user: str = "imd", seconds: int = 3) -> Probe:
-    code, out = run(container, ["curl", "-sS", "-g", "-m", str(seconds), url], user=user, timeout=seconds + 5)
+    # -v: curl 8 says only "Could not connect"; the verbose lines carry the errno.
+    code, out = run(container, ["curl", "-sS", "-v", "-g", "-m", str(seconds), url], user=user, timeout=seconds + 5)
     return classify_curl(code, out)
 
 

@@ -110,6 +110,9 @@ def _remove_leftovers(client: docker.DockerClient) -> None:
         for c in n.containers:
             c.remove(force=True)
         n.remove()
+    for t in TARGETS:  # a listener whose network went first
+        for c in client.containers.list(all=True, filters={"name": f"^{PREFIX}listener-{t.name}$"}):
+            c.remove(force=True)
 
 
 def _create_network(client: docker.DockerClient, net: Net):

@@ -1,0 +1,305 @@
+"""Every wall of the image, proven against the real engine.
+
+Each network wall shows both sides: the walled box (the worker's exact flags)
+is refused, fast, AND a control (same image, no walls, same networks) reaches
+the same listener, so the refusal is the firewall's doing and not a missing
+route. All targets are the harness's own listeners on --internal networks.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from imdbox.runflags import CAPABILITIES
+from tests.harness import boxes
+from tests.harness.topology import GATEWAY_LISTENER_REPLY
+
+MARKER = "worker-command-ran"
+
+
+@pytest.fixture(scope="module")
+def module_volume(docker_client):
+    vol = docker_client.volumes.create(boxes.unique("home"), labels={"imd-test": "1"})
+    yield vol.name
+    vol.remove(force=True)
+
+
+@pytest.fixture(scope="module")
+def walled(docker_client, box_image, topology, module_volume):
+    box = boxes.start_walled(docker_client, box_image, topology, volume=module_volume)
+    yield box
+    box.remove(force=True)
+
+
+@pytest.fixture(scope="module")
+def control(docker_client, box_image, topology):
+    box = boxes.start_control(docker_client, box_image, topology)
+    yield box
+    box.remove(force=True)
+
+
+def both_sides(walled, control, url):
+    """The box is refused (fast) and the control reaches the same listener."""
+    started = time.monotonic()
+    refused = boxes.http_probe(walled, url)
+    elapsed = time.monotonic() - started
+    reached = boxes.http_probe(control, url)
+    assert reached.reached, f"control could not reach {url}: {reached} (the test world is broken, not the wall)"
+    assert refused.outcome == "refused", f"walled box was not refused at {url}: {refused}"
+    assert elapsed < 2.5, f"refusal took {elapsed:.1f}s: walls must REJECT, not DROP"
+
+
+# --- the internet ----------------------------------------------------------------
+
+
+def test_the_internet_is_reachable(walled, topology):
+    probe = boxes.http_probe(walled, topology.url("internet"))
+    assert probe.reached and probe.detail.endswith("internet"), probe
+
+
+# --- the Mac, the home network, Tailscale, metadata -------------------------------
+
+
+def test_the_mac_as_default_gateway_is_refused(walled, control, topology):
+    code, routes = boxes.run(walled, ["ip", "-4", "route", "show", "default"])
+    assert topology.gateway_ip in routes, f"premise: the box's default route goes via the test gateway: {routes}"
+    url = f"http://{topology.gateway_ip}/"
+    assert GATEWAY_LISTENER_REPLY.decode().strip() in boxes.run(control, ["curl", "-sS", "-m", "3", url])[1]
+    refused = boxes.http_probe(walled, url)
+    assert refused.outcome == "refused", refused
+
+
+@pytest.mark.parametrize("name", ["host.docker.internal", "gateway.docker.internal"])
+def test_the_mac_by_docker_desktops_names_is_refused(walled, control, name):
+    both_sides(walled, control, f"http://{name}/")
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["router", "lan10", "tailscale", "metadata", "ecs-metadata"],
+    ids=["router-192.168", "lan-10/8", "tailscale-100.100.100.100", "metadata-169.254.169.254", "ecs-169.254.170.2"],
+)
+def test_private_and_special_ranges_are_refused(walled, control, topology, target):
+    both_sides(walled, control, topology.url(target))
+
+
+# --- IPv6 ---------------------------------------------------------------------------
+
+
+def test_ipv6_is_refused_even_when_the_network_hands_it_out(walled, control, topology):
+    code, addrs = boxes.run(walled, ["cat", "/proc/net/if_inet6"])
+    assert any(line.startswith("fd00001d0001") for line in addrs.splitlines()), "premise: the box got a v6 address"
+    both_sides(walled, control, f"http://[{topology.targets['mac'].ip6}]/")
+
+
+# --- DNS ----------------------------------------------------------------------------
+
+
+def test_names_resolve_through_the_containers_resolver(walled):
+    code, out = boxes.run(walled, ["getent", "hosts", "imdt-listener-internet"])
+    assert code == 0 and "198.51.100.10" in out, out
+
+
+@pytest.mark.parametrize("proto", ["UDP", "TCP"])
+def test_dns_to_any_other_server_is_refused(walled, control, topology, proto):
+    dns = topology.targets["dns"].ip
+    cmd = ["bash", "-c", f"echo query | socat -T2 - {proto}:{dns}:53"]
+    code, out = boxes.run(control, cmd)
+    assert "imd-test-listener:dns" in out, f"control: {out}"
+    started = time.monotonic()
+    code, out = boxes.run(walled, cmd)
+    assert code != 0 and "imd-test-listener" not in out, out
+    assert any(s in out.lower() for s in ("refused", "not permitted", "unreachable", "no route")), out
+    assert time.monotonic() - started < 2.5
+
+
+# --- multicast and broadcast ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "dest", ["224.0.0.251:5353", "239.255.255.250:1900", "255.255.255.255:9"], ids=["mdns", "ssdp", "broadcast"]
+)
+def test_multicast_and_broadcast_are_refused(walled, control, dest):
+    cmd = ["bash", "-c", f"echo hello | socat - UDP-DATAGRAM:{dest},broadcast"]
+    code, out = boxes.run(control, cmd)
+    assert code == 0, f"control could not send to {dest}: {out}"
+    code, out = boxes.run(walled, cmd)
+    assert code != 0 and "not permitted" in out.lower(), out
+
+
+# --- inbound --------------------------------------------------------------------------
+
+
+def test_nothing_outside_reaches_a_server_inside(walled, control, topology):
+    server = (
+        "require('http').createServer((q, s) => s.end('imd-test-listener:inside')).listen(8080, '0.0.0.0', "
+        "() => console.log('up'))"
+    )
+    walled.exec_run(["node", "-e", server], user="imd", detach=True)
+    time.sleep(1)
+    code, out = boxes.run(walled, ["curl", "-sS", "-m", "2", "http://localhost:8080/"])
+    assert "imd-test-listener:inside" in out, f"premise: the server runs inside: {out}"
+    walled.reload()
+    ip = walled.attrs["NetworkSettings"]["Networks"]["imdt-internet"]["IPAddress"]
+    probe = boxes.http_probe(control, f"http://{ip}:8080/", seconds=2)
+    assert not probe.reached, probe
+
+
+# --- the drop to imd --------------------------------------------------------------------
+
+
+def test_the_worker_runs_as_imd_with_nothing(walled):
+    status = boxes.proc_status(walled, boxes.pid_of(walled, "^sleep infinity"))
+    assert status["Uid"].split() == ["1000"] * 4
+    assert status["Gid"].split() == ["1000"] * 4
+    assert status["Groups"].split() == ["1000"]
+    for cap_set in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        assert int(status[cap_set], 16) == 0, f"{cap_set} = {status[cap_set]}"
+    assert status["NoNewPrivs"] == "1"
+    assert status["Seccomp"] == "2", "seccomp filter mode"
+
+
+def test_the_worker_cannot_list_or_change_the_rules(docker_client, box_image, topology, test_volume):
+    script = (
+        "iptables -S >/dev/null 2>&1 && echo LISTED; iptables -F 2>/dev/null && echo FLUSHED; "
+        "ip6tables -P OUTPUT ACCEPT 2>/dev/null && echo CHANGED6; "
+        "unshare -U -r iptables -F 2>/dev/null && echo JAILED-FLUSHED; "
+        f"echo {MARKER}"
+    )
+    box = boxes.create_walled(docker_client, box_image, topology, volume=test_volume, command=["bash", "-c", script])
+    try:
+        box.start()
+        code, logs = boxes.wait_exit(box)
+        assert MARKER in logs, logs
+        for verb in ("LISTED", "FLUSHED", "CHANGED6", "JAILED-FLUSHED"):
+            assert verb not in logs, logs
+    finally:
+        box.remove(force=True)
+    # The rules are intact afterwards: read them as root in a fresh walled box.
+    # (docker exec as root is the test's own view, not the worker's.)
+
+
+def test_rules_survive_the_worker(walled):
+    code, rules = boxes.run(walled, ["iptables", "-S", "OUTPUT"], user="root")
+    assert code == 0 and "-A OUTPUT -d 169.254.0.0/16 -j REJECT" in rules, rules
+
+
+# --- the read jail --------------------------------------------------------------------
+
+
+JAIL = (
+    "mkdir -p ~/.claude && echo secret-login > ~/.claude/.credentials.json && "
+    "bwrap --ro-bind / / --tmpfs /home/imd --dev /dev --unshare-all --die-with-parent "
+    "bash -c 'ls -A /home/imd; cat /home/imd/.claude/.credentials.json' ; echo jail-exit=$?"
+)
+
+
+def test_bwrap_works_for_the_worker_and_hides_its_home(docker_client, box_image, topology, test_volume):
+    box = boxes.create_walled(docker_client, box_image, topology, volume=test_volume, command=["bash", "-c", JAIL])
+    try:
+        box.start()
+        code, logs = boxes.wait_exit(box)
+    finally:
+        box.remove(force=True)
+    assert "jail-exit=1" in logs, logs  # cat failed inside the jail
+    assert "No such file" in logs and "secret-login" not in logs, logs
+
+
+def test_the_jail_needs_the_boxs_seccomp_additions(docker_client, box_image, topology, test_volume):
+    def docker_default_seccomp(kwargs):
+        kwargs["security_opt"] = [o for o in kwargs["security_opt"] if not o.startswith("seccomp=")]
+
+    box = boxes.create_walled(
+        docker_client, box_image, topology, volume=test_volume, command=["bash", "-c", JAIL], mutate=docker_default_seccomp
+    )
+    try:
+        box.start()
+        code, logs = boxes.wait_exit(box)
+    finally:
+        box.remove(force=True)
+    assert "jail-exit=1" in logs and "bwrap: No permissions to create a new namespace" in logs, logs
+
+
+# --- fail closed ----------------------------------------------------------------------
+
+
+def _exits_without_running(docker_client, box_image, topology, volume, mutate):
+    box = boxes.create_walled(
+        docker_client, box_image, topology, volume=volume, command=["bash", "-c", f"echo {MARKER}; sleep 600"], mutate=mutate
+    )
+    try:
+        box.start()
+        code, logs = boxes.wait_exit(box, timeout=60)
+    finally:
+        box.remove(force=True)
+    assert code != 0, logs
+    assert MARKER not in logs, logs
+    assert "the worker was not started" in logs or "operation not permitted" in logs.lower(), logs
+    return logs
+
+
+@pytest.mark.parametrize("cap", CAPABILITIES)
+def test_each_capability_is_needed(docker_client, box_image, topology, test_volume, cap):
+    def drop(kwargs):
+        kwargs["cap_add"] = [c for c in kwargs["cap_add"] if c != cap]
+
+    logs = _exits_without_running(docker_client, box_image, topology, test_volume, drop)
+    if cap == "NET_ADMIN":
+        assert "needs NET_ADMIN" in logs, logs
+
+
+FAKE_IPTABLES = """#!/bin/bash
+# A test's stand-in: silently skips the rule refusing other DNS servers.
+case "$*" in *"--dport 53 -j REJECT"*) exit 0 ;; esac
+exec /usr/sbin/iptables-nft "$@"
+"""
+
+
+def test_a_rule_that_does_not_read_back_stops_the_box(docker_client, box_image, topology, test_volume, tmp_path):
+    """The entrypoint reads every rule back: one silently missing rule fails closed."""
+    fake = tmp_path / "iptables"
+    fake.write_text(FAKE_IPTABLES)
+    fake.chmod(0o755)
+
+    def lying_iptables(kwargs):
+        # Shadow the usual name; the real one stays reachable as iptables-nft.
+        kwargs["entrypoint"] = [
+            "/usr/bin/tini", "--", "bash", "-c",
+            "rm /usr/sbin/iptables && cp /fake/iptables /usr/sbin/iptables "
+            '&& exec /usr/local/bin/entrypoint.sh "$@"', "entrypoint",
+        ]  # fmt: skip
+        kwargs["volumes"] = {**kwargs["volumes"], str(tmp_path): {"bind": "/fake", "mode": "ro"}}
+
+    logs = _exits_without_running(docker_client, box_image, topology, test_volume, lying_iptables)
+    assert "rules did not read back" in logs, logs
+    assert "--dport 53 -j REJECT" in logs, "the entrypoint says which rule is missing"
+
+
+# --- the flags as the engine applied them ---------------------------------------------
+
+
+def test_the_engine_applied_the_run_flags(walled, docker_client, module_volume):
+    host = walled.attrs["HostConfig"]
+    info = docker_client.info()
+    assert host["CapDrop"] == ["ALL"] and sorted(host["CapAdd"]) == sorted(CAPABILITIES)
+    assert host["Privileged"] is False
+    assert "no-new-privileges:true" in host["SecurityOpt"]
+    assert host["NanoCpus"] == int(min(4, info["NCPU"]) * 1e9)
+    assert host["Memory"] == min(6 * 1024**3, info["MemTotal"]) == host["MemorySwap"]
+    assert host["PidsLimit"] and host["PidsLimit"] > 0
+    assert host["ShmSize"] >= 256 * 1024**2
+    assert not host.get("PortBindings") and not host.get("Devices")
+    assert host["Binds"] == [f"{module_volume}:/home/imd:rw"], "the named volume is the only bind"
+    mounts = walled.attrs["Mounts"]
+    assert [(m["Type"], m["Name"], m["Destination"]) for m in mounts] == [("volume", module_volume, "/home/imd")]
+
+
+def test_the_image_carries_the_promised_tools(walled):
+    code, out = boxes.run(
+        walled,
+        ["bash", "-c", "node --version; npm --version; git --version; forge --version; bwrap --version; socat -V | head -2"],
+    )
+    assert code == 0, out
+    assert "v24." in out and "\n11." in out and "git version" in out and "1.7.1" in out and "bubblewrap" in out

@@ -212,7 +212,12 @@ def test_the_jail_needs_the_boxs_seccomp_additions(docker_client, box_image, top
         kwargs["security_opt"] = [o for o in kwargs["security_opt"] if not o.startswith("seccomp=")]
 
     box = boxes.create_walled(
-        docker_client, box_image, topology, volume=test_volume, command=["bash", "-c", JAIL], mutate=docker_default_seccomp
+        docker_client,
+        box_image,
+        topology,
+        volume=test_volume,
+        command=["bash", "-c", JAIL],
+        mutate=docker_default_seccomp,
     )
     try:
         box.start()
@@ -227,7 +232,12 @@ def test_the_jail_needs_the_boxs_seccomp_additions(docker_client, box_image, top
 
 def _exits_without_running(docker_client, box_image, topology, volume, mutate):
     box = boxes.create_walled(
-        docker_client, box_image, topology, volume=volume, command=["bash", "-c", f"echo {MARKER}; sleep 600"], mutate=mutate
+        docker_client,
+        box_image,
+        topology,
+        volume=volume,
+        command=["bash", "-c", f"echo {MARKER}; sleep 600"],
+        mutate=mutate,
     )
     try:
         box.start()
@@ -299,7 +309,11 @@ def test_the_engine_applied_the_run_flags(walled, docker_client, module_volume):
 def test_the_image_carries_the_promised_tools(walled):
     code, out = boxes.run(
         walled,
-        ["bash", "-c", "node --version; npm --version; git --version; forge --version; bwrap --version; socat -V | head -2"],
+        [
+            "bash",
+            "-c",
+            "node --version; npm --version; git --version; forge --version; bwrap --version; socat -V | head -2",
+        ],
     )
     assert code == 0, out
     assert "v24." in out and "\n11." in out and "git version" in out and "1.7.1" in out and "bubblewrap" in out

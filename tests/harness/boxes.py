@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence, Tuple
+from typing import Callable, Optional
 
 import docker
 
@@ -87,7 +88,7 @@ def wait_walls_up(container, timeout: float = 30.0) -> None:
     raise RuntimeError(f"box walls not up after {timeout}s:\n{container.logs().decode()}")
 
 
-def wait_exit(container, timeout: float = 60.0) -> Tuple[int, str]:
+def wait_exit(container, timeout: float = 60.0) -> tuple[int, str]:
     result = container.wait(timeout=timeout)
     return result["StatusCode"], container.logs().decode(errors="replace")
 
@@ -108,7 +109,7 @@ def start_control(client: docker.DockerClient, image: str, topo: Topology, name:
     return container
 
 
-def run(container, cmd: Sequence[str], user: str = "imd", timeout: int = 20) -> Tuple[int, str]:
+def run(container, cmd: Sequence[str], user: str = "imd", timeout: int = 20) -> tuple[int, str]:
     """Run a command inside (as imd unless told); returns exit code and output."""
     full = ["timeout", str(timeout), *cmd]
     result = container.exec_run(full, user=user, demux=False)
@@ -123,7 +124,11 @@ def classify_curl(code: int, out: str) -> Probe:
     if code == 28 or "timed out" in low:
         return Probe("timeout", out.strip())
     reasons = re.findall(r"(?:Immediate connect fail for|connect to) [^\n]*?: ([^\n]+)", out)
-    if code == 7 and any(w in r.lower() for r in reasons for w in ("refused", "no route", "not permitted", "permission denied", "unreachable")):
+    if code == 7 and any(
+        w in r.lower()
+        for r in reasons
+        for w in ("refused", "no route", "not permitted", "permission denied", "unreachable")
+    ):
         return Probe("refused", reasons[0].strip())
     return Probe("error", f"curl exit {code}: {out.strip()}")
 

@@ -4,6 +4,7 @@ the ./box bootstrap, and the installable package."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -158,6 +159,17 @@ def test_env_overrides_names():
 
 
 def test_wheel_ships_seccomp_and_the_box_command(tmp_path):
+    leftovers = [ROOT / "build", ROOT / "imd_box.egg-info"]
+    existed = {p: p.exists() for p in leftovers}
+    try:
+        _check_wheel(tmp_path)
+    finally:
+        for path, was_there in existed.items():
+            if not was_there and path.exists():
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def _check_wheel(tmp_path):
     r = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path), str(ROOT)],
         capture_output=True,

@@ -58,7 +58,7 @@ RUN apt-get update \
       ca-certificates curl git iptables bubblewrap socat tini iproute2 procps \
       util-linux libcap2-bin \
  && update-ca-certificates \
- && rm -rf /var/lib/apt/lists/*
+ && apt-get clean && rm -rf /var/lib/apt/lists/*
 
 # The browser: Debian's Chrome Headless Shell (Playwright's own download cannot be used).
 # dpkg leaves out what a headless shell never loads (it renders with its own

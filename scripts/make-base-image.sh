@@ -19,5 +19,12 @@ rm -f "$root.log"
 # Like debian:trixie-slim: no downloaded .debs, package lists, docs or man pages.
 rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* \
   "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/*
+# debian:trixie-slim's apt setting: downloaded .debs never stay in a layer.
+cat >"$root/etc/apt/apt.conf.d/docker-clean" <<'CONF'
+DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
+CONF
 tar -C "$root" -c . | docker import - "$name"
 echo "made base image $name"

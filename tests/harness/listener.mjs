@@ -15,7 +15,12 @@ http
   })
   .listen({ port: 80, host: "::", ipv6Only: false });
 
-net.createServer((sock) => sock.end(reply)).listen({ port: 53, host: "::", ipv6Only: false });
+net
+  .createServer((sock) => {
+    sock.on("error", () => {}); // a client that resets must not take the listener down
+    sock.end(reply);
+  })
+  .listen({ port: 53, host: "::", ipv6Only: false });
 
 for (const type of ["udp4", "udp6"]) {
   const sock = dgram.createSocket({ type, reuseAddr: true });

@@ -15,7 +15,9 @@ from imdbox.check.report import load_targets, render
 from imdbox.check.walls import WALLS
 from imdbox.runflags import EngineLimits, RunFlags
 
-WALLS_UP = "imd-box firewall: walls up and verified: IPv4 23 rules (resolvers: 127.0.0.11; the Mac: 10.0.0.2), IPv6 8 rules\n"
+WALLS_UP = (
+    "imd-box firewall: walls up and verified: IPv4 23 rules (resolvers: 127.0.0.11; the Mac: 10.0.0.2), IPv6 8 rules\n"
+)
 
 
 def box_output(results):

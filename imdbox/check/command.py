@@ -17,7 +17,10 @@ def check_command(
     json_output: bool = typer.Option(False, "--json", help="Print the results as JSON: a list of {wall, ok, detail}."),
     svg: Optional[Path] = typer.Option(None, "--svg", help="Also write the table as an SVG picture to FILE."),
     url: str = typer.Option(
-        DEFAULT_URL, "--url", envvar="IMD_BOX_CHECK_URL", help="The internet target: a public HTTPS URL the box must reach."
+        DEFAULT_URL,
+        "--url",
+        envvar="IMD_BOX_CHECK_URL",
+        help="The internet target: a public HTTPS URL the box must reach.",
     ),
     targets: Optional[Path] = typer.Option(
         None, "--targets", help="A JSON file changing where the network probes aim (keys of check.runner.Targets)."

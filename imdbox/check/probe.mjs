@@ -186,8 +186,13 @@ async function noNewPrivs() {
   if (!status) return { ok: false, detail: `NoNewPrivs ${nnp}; could not observe setuid su` };
   const euid = status.Uid.split(/\s+/)[1];
   const mine = String(process.geteuid());
-  const ok = nnp === "1" && euid === mine && /^0+$/.test(status.CapEff);
-  return { ok, detail: `NoNewPrivs ${nnp}; setuid-root su ran as euid ${euid}${euid === mine ? " (no gain)" : " (GAINED)"}, CapEff ${status.CapEff}` };
+  const myCaps = statusFields().CapEff;
+  const gained = euid !== mine || status.CapEff !== myCaps;
+  const ok = nnp === "1" && !gained;
+  return {
+    ok,
+    detail: `NoNewPrivs ${nnp}; setuid-root su ran as euid ${euid}, CapEff ${status.CapEff} (${gained ? "GAINED" : "no gain"})`,
+  };
 }
 
 async function seccomp() {
@@ -257,6 +262,11 @@ async function mounts() {
   return { ok: true, detail: `only the image, the volume at ${HOME} and Docker's pseudo filesystems; no Docker socket` };
 }
 
+const argvOf = (prefix, args) => {
+  const argv = [...prefix, ...args];
+  return [argv[0], argv.slice(1)];
+};
+
 async function iptablesAttempts(prefix = []) {
   // prefix: a jail to run the attempts in (e.g. ["unshare", "-U", "-r", "--"]).
   const tool = prefix.length ? prefix[0] : null;
@@ -267,11 +277,14 @@ async function iptablesAttempts(prefix = []) {
     if (why) return { label, ran: false, why };
     return { label, ran: true, allowed: r.code === 0, msg: short(r.err || r.out, 90) };
   };
-  // Listing first, then the changes: a change that got through would open the wall.
+  // Changing and flushing are tried on a chain of the check's own: the same permission as
+  // touching OUTPUT, but if the wall is down the probe does not open it for the other probes.
+  const chain = `IMD-BOX-CHECK-${process.pid}`;
   const list = await attempt("list", ["iptables", "-w", "-S"]);
   const list6 = await attempt("list v6", ["ip6tables", "-w", "-S"]);
-  const change = await attempt("insert ACCEPT", ["iptables", "-w", "-I", "OUTPUT", "1", "-j", "ACCEPT"]);
-  const flush = await attempt("flush", ["iptables", "-w", "-F", "OUTPUT"]);
+  const change = await attempt("add a chain", ["iptables", "-w", "-N", chain]);
+  const flush = await attempt("flush", ["iptables", "-w", "-F", chain]);
+  if (change.ran && change.allowed) await run(...argvOf(prefix, ["iptables", "-w", "-X", chain]));
   return [list, list6, change, flush];
 }
 
@@ -289,12 +302,21 @@ async function firewall() {
   return { ok: j.ok, detail: `as imd: ${j.detail}` };
 }
 
-async function addressesOf(name) {
+/** A name's IPv4 addresses through the system resolver, bounded (no upstream DNS can mean a long hang). */
+async function addressesOf(name, ms = 2000) {
+  let timer;
   try {
-    const found = await dns.promises.lookup(name, { all: true, family: 4 });
+    const found = await Promise.race([
+      dns.promises.lookup(name, { all: true, family: 4 }),
+      new Promise((resolve) => {
+        timer = setTimeout(() => resolve([]), ms);
+      }),
+    ]);
     return found.map((a) => a.address);
   } catch {
     return [];
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -326,14 +348,15 @@ function gatewaysV6() {
 async function mac() {
   const probes = [];
   const names = [];
-  for (const name of cfg.targets.mac_names) {
-    const addrs = await addressesOf(name);
-    if (addrs.length) names.push(name);
+  const found = await Promise.all(cfg.targets.mac_names.map(async (name) => [name, await addressesOf(name)]));
+  for (const [name, addrs] of found) {
+    if (!addrs.length) names.push(name);
     for (const a of addrs) probes.push([`${name} ${a}:${PORT}`, tcp(a)]);
   }
   for (const gw of gatewaysV4()) probes.push([`gateway ${gw}:${PORT}`, tcp(gw)]);
   if (!probes.length) return { ok: false, detail: "no gateway and no host.docker.internal: nothing to probe" };
-  return refusedAll("the Mac", probes);
+  const r = await refusedAll("the Mac", probes);
+  return names.length ? { ok: r.ok, detail: `${r.detail}; ${names.join(", ")}: no such name here` } : r;
 }
 
 const ipList = (key, port = PORT) => cfg.targets[key].map((a) => [`${a}:${port}`, tcp(a, port)]);
@@ -463,7 +486,12 @@ function cleanup(made) {
 }
 
 async function readJail() {
-  const { targets, made } = jailTargets();
+  let targets, made;
+  try {
+    ({ targets, made } = jailTargets());
+  } catch (e) {
+    return { ok: false, detail: `cannot set up the test in ${HOME} (${e.code || e}): nothing proved` };
+  }
   try {
     // Control: the worker itself reads each target, so the jail's refusal means something.
     for (const [label, file] of targets) {
@@ -524,7 +552,7 @@ async function jailedRoot() {
   // After those attempts, root in the jail still meets the wall.
   const target = cfg.targets.jail_target;
   const r = await run("unshare", ["-U", "-r", "--", process.execPath, "--input-type=module", "-e", nodeConnectScript(target, PORT, CONNECT_MS)]);
-  const why = unusable("unshare", r);
+  const why = unusable("unshare", r) || (r.code !== 0 || !r.out.trim() ? `exit ${r.code}: ${short(r.err, 80)}` : null);
   const outcome = why ? `could not run (${why})` : short(r.out, 60);
   if (why || !outcome.startsWith("refused")) ok = false;
   parts.push(`${target}:${PORT} from the jail: ${outcome}`);

@@ -23,7 +23,9 @@ def load_targets(path: Optional[Path]) -> Targets:
     known = set(Targets.__dataclass_fields__)
     unknown = sorted(set(data) - known)
     if unknown:
-        raise BoxError(f"--targets {path}: unknown keys {', '.join(unknown)} (known: {', '.join(sorted(known))})", code=2)
+        raise BoxError(
+            f"--targets {path}: unknown keys {', '.join(unknown)} (known: {', '.join(sorted(known))})", code=2
+        )
     fixed = {}
     for key, value in data.items():
         if isinstance(value, list):
@@ -36,7 +38,9 @@ def render(report: Report, console) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title="box check: every wall, proved from inside a box with the worker's own flags", title_justify="left")
+    table = Table(
+        title="box check: every wall, proved from inside a box with the worker's own flags", title_justify="left"
+    )
     table.add_column("#", justify="right", style="dim")
     table.add_column("wall", no_wrap=True)
     table.add_column("", no_wrap=True)
@@ -81,7 +85,9 @@ def main(*, json_output: bool, svg: Optional[Path], url: str, targets_file: Opti
         Console(stderr=True, highlight=False).print(f"box: {exc}", style="bold red", markup=False)
         return exc.code
     except docker.errors.DockerException as exc:
-        Console(stderr=True, highlight=False).print(f"box: the check box could not run: {exc}", style="bold red", markup=False)
+        Console(stderr=True, highlight=False).print(
+            f"box: the check box could not run: {exc}", style="bold red", markup=False
+        )
         return 1
     except KeyboardInterrupt:
         return 130

@@ -17,9 +17,10 @@ import json
 import re
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Optional
 from urllib.parse import urlsplit
 
 from .. import names
@@ -40,14 +41,14 @@ class Targets:
     """What the network probes aim at. The defaults are for a real machine; the
     tests aim at their own listeners on --internal networks."""
 
-    mac_names: Tuple[str, ...] = ("host.docker.internal", "gateway.docker.internal")
-    lan: Tuple[str, ...] = ("10.0.0.1", "172.16.0.1", "192.168.0.1", "192.168.1.1")
-    tailscale: Tuple[str, ...] = ("100.100.100.100", "100.64.0.1")
-    metadata: Tuple[str, ...] = ("169.254.169.254", "169.254.170.2")
-    multicast: Tuple[Tuple[str, int], ...] = (("224.0.0.251", 5353), ("239.255.255.250", 1900), ("255.255.255.255", 9))
-    multicast6: Tuple[Tuple[str, int], ...] = (("ff02::fb", 5353),)
-    ipv6: Tuple[str, ...] = ("2606:4700:4700::1111",)  # a public v6 address; v6 gateways are added inside
-    dns_servers: Tuple[str, ...] = ("1.1.1.1", "8.8.8.8")
+    mac_names: tuple[str, ...] = ("host.docker.internal", "gateway.docker.internal")
+    lan: tuple[str, ...] = ("10.0.0.1", "172.16.0.1", "192.168.0.1", "192.168.1.1")
+    tailscale: tuple[str, ...] = ("100.100.100.100", "100.64.0.1")
+    metadata: tuple[str, ...] = ("169.254.169.254", "169.254.170.2")
+    multicast: tuple[tuple[str, int], ...] = (("224.0.0.251", 5353), ("239.255.255.250", 1900), ("255.255.255.255", 9))
+    multicast6: tuple[tuple[str, int], ...] = (("ff02::fb", 5353),)
+    ipv6: tuple[str, ...] = ("2606:4700:4700::1111",)  # a public v6 address; v6 gateways are added inside
+    dns_servers: tuple[str, ...] = ("1.1.1.1", "8.8.8.8")
     jail_target: str = "169.254.169.254"  # what root in a user namespace tries to reach
     dns_name: Optional[str] = None  # resolved through the box's resolver; default: the internet URL's host
 
@@ -63,10 +64,10 @@ class Result:
 
 @dataclass
 class Report:
-    results: List[Result]
+    results: list[Result]
     seconds: float
     logs: str = ""
-    probe_ms: Dict[str, int] = field(default_factory=dict)
+    probe_ms: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -75,14 +76,14 @@ class Report:
     def by_id(self, wall_id: str) -> Result:
         return next(r for r in self.results if r.id == wall_id)
 
-    def failed(self) -> List[str]:
+    def failed(self) -> list[str]:
         return [r.id for r in self.results if not r.ok]
 
-    def as_json(self) -> List[dict]:
+    def as_json(self) -> list[dict]:
         return [{"wall": r.wall, "ok": r.ok, "detail": r.detail} for r in self.results]
 
 
-def pinned_versions(package_json: Path = PACKAGE_JSON) -> Dict[str, str]:
+def pinned_versions(package_json: Path = PACKAGE_JSON) -> dict[str, str]:
     """Node's and Foundry's pins from image/package.json (a checkout); empty when not there."""
     try:
         deps = json.loads(package_json.read_text()).get("optionalDependencies", {})
@@ -108,19 +109,26 @@ def probe_config(flags: RunFlags, internet_url: str, targets: Targets, only: Seq
         "browser_check": BROWSER_CHECK,
         "targets": t,
         "only": list(only),
-        "expect": {"uid": 1000, "user": "imd", "cpus": flags.cpus, "memory": flags.memory, "pids": PIDS_LIMIT, **pinned_versions()},
+        "expect": {
+            "uid": 1000,
+            "user": "imd",
+            "cpus": flags.cpus,
+            "memory": flags.memory,
+            "pids": PIDS_LIMIT,
+            **pinned_versions(),
+        },
     }
 
 
-def probe_command(config: dict) -> List[str]:
+def probe_command(config: dict) -> list[str]:
     return ["node", "--input-type=module", "-e", PROBE_JS.read_text(), json.dumps(config)]
 
 
-def _fail_all(reason: str) -> List[Result]:
+def _fail_all(reason: str) -> list[Result]:
     return [Result(w.number, w.title, w.id, False, reason) for w in WALLS]
 
 
-def parse(stdout: str, stderr: str, exit_code: Optional[int]) -> Tuple[List[Result], Dict[str, int]]:
+def parse(stdout: str, stderr: str, exit_code: Optional[int]) -> tuple[list[Result], dict[str, int]]:
     """One result per wall from the box's output; whatever is missing is a FAIL."""
     line = next((ln for ln in reversed(stdout.splitlines()) if ln.startswith(RESULT_MARK)), None)
     if line is None:
@@ -145,8 +153,20 @@ def _with_firewall_report(result: Result, stderr: str) -> Result:
     """The firewall is there only if the entrypoint set and read back every rule before the probe ran."""
     found = re.search(r"walls up and verified: (IPv4 \d+ rules).*?, (IPv6 [^)\n]*?)\s*$", stderr, re.M)
     if not found:
-        return Result(result.number, result.wall, result.id, False, f"no verified firewall reported by the entrypoint; {result.detail}")
-    return Result(result.number, result.wall, result.id, result.ok, f"set and read back: {found.group(1)}, {found.group(2)}; {result.detail}")
+        return Result(
+            result.number,
+            result.wall,
+            result.id,
+            False,
+            f"no verified firewall reported by the entrypoint; {result.detail}",
+        )
+    return Result(
+        result.number,
+        result.wall,
+        result.id,
+        result.ok,
+        f"set and read back: {found.group(1)}, {found.group(2)}; {result.detail}",
+    )
 
 
 def run_check(
@@ -155,7 +175,7 @@ def run_check(
     image: str = names.IMAGE,
     volume: str = names.VOLUME,
     networks: Sequence[str] = ("bridge",),
-    extra_hosts: Optional[Dict[str, str]] = None,
+    extra_hosts: Optional[dict[str, str]] = None,
     internet_url: str = DEFAULT_INTERNET_URL,
     targets: Targets = Targets(),
     limits: Optional[EngineLimits] = None,
@@ -203,7 +223,7 @@ def run_check(
         stderr = container.logs(stdout=False, stderr=True).decode(errors="replace")
         if exit_code is None:
             results = _fail_all(f"the check box did not finish in {timeout:.0f} s")
-            ms: Dict[str, int] = {}
+            ms: dict[str, int] = {}
         else:
             results, ms = parse(stdout, stderr, exit_code)
     finally:

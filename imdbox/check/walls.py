@@ -5,7 +5,7 @@ Each id matches a probe in probe.mjs; a wall with no result from the box is a FA
 
 from __future__ import annotations
 
-from typing import List, NamedTuple
+from typing import NamedTuple
 
 
 class Wall(NamedTuple):
@@ -14,7 +14,7 @@ class Wall(NamedTuple):
     title: str
 
 
-WALLS: List[Wall] = [
+WALLS: list[Wall] = [
     Wall(1, "user", "user: the worker is imd, not root"),
     Wall(2, "capabilities", "capabilities: all five sets empty"),
     Wall(3, "no_new_privs", "no_new_privs: setuid gives nothing"),

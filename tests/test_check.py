@@ -1,0 +1,471 @@
+"""`box check` tells the truth: every line is ok on a healthy box, and each line
+turns FAIL when (and only when) the test breaks its wall in a throwaway box.
+
+Every box here runs on the harness's --internal networks and aims only at the
+harness's own listeners (tests/harness/topology.py). Walls are broken by the
+test — a flag mutated, a rule deleted as root after the firewall, a file put into
+the box before it starts — never by a product switch.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+import tarfile
+import time
+import uuid
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from imdbox import names
+from imdbox.check.runner import Report, Targets, run_check
+from imdbox.check.walls import WALLS
+
+pytestmark = pytest.mark.usefixtures("box_image")
+
+ROOT = names.REPO_ROOT
+FIREWALL = "/usr/local/lib/imd-box/firewall/init-firewall.sh"
+ENTRYPOINT = "/usr/local/bin/entrypoint.sh"
+BROWSER_DIR = "/usr/local/lib/imd-box/browser"
+REJECT = "-j REJECT --reject-with icmp-admin-prohibited"
+ALL = {w.id for w in WALLS}
+
+# The harness's listeners (tests/harness/topology.py); nothing else is ever aimed at.
+TEST_TARGETS = Targets(
+    lan=("192.168.77.10", "10.77.0.10"),
+    tailscale=("100.100.100.100",),
+    metadata=("169.254.169.254", "169.254.170.2"),
+    ipv6=("fd00:1d:1::200",),
+    dns_servers=("198.51.100.53",),
+    jail_target="169.254.169.254",
+    dns_name="imdt-listener-internet",  # the box's resolver (Docker's) knows the listener by name
+)
+
+
+def browser_in_image(client, image: str) -> bool:
+    out = client.containers.run(
+        image, entrypoint=["sh", "-c", f"test -f {BROWSER_DIR}/check.mjs && echo yes || echo no"], remove=True
+    )
+    return out.strip() == b"yes"
+
+
+@pytest.fixture(scope="module")
+def home_volume(docker_client):
+    name = f"imdt-checkhome-{uuid.uuid4().hex[:8]}"
+    docker_client.volumes.create(name, labels={"imd-test": "1"})
+    yield name
+    for c in docker_client.containers.list(all=True, filters={"volume": name}):
+        c.remove(force=True)
+    docker_client.volumes.get(name).remove(force=True)
+
+
+@pytest.fixture(scope="module")
+def has_browser(docker_client, box_image):
+    return browser_in_image(docker_client, box_image)
+
+
+@pytest.fixture(scope="module")
+def check(docker_client, box_image, topology, home_volume):
+    def go(volume: Optional[str] = None, **kw) -> Report:
+        return run_check(
+            docker_client,
+            image=box_image,
+            volume=volume or home_volume,
+            networks=topology.network_names,
+            extra_hosts=topology.extra_hosts,
+            internet_url=topology.url("internet"),
+            targets=kw.pop("targets", TEST_TARGETS),
+            name_prefix="imdt-check-",
+            **kw,
+        )
+
+    return go
+
+
+@pytest.fixture(scope="module")
+def healthy(check) -> Report:
+    return check()
+
+
+def show(report: Report) -> str:
+    return "\n".join(f"{r.number:2} {'ok  ' if r.ok else 'FAIL'} {r.id}: {r.detail}" for r in report.results)
+
+
+def expect_failed(report: Report, expected: set, has_browser: bool, browser_fails: bool = False) -> None:
+    """Exactly these lines FAIL. Line 15 runs the image's own browser check: when the image has none it
+    always says FAIL (missing) and is left out; `browser_fails` when the break also stops Chromium."""
+    failed = set(report.failed())
+    if not has_browser:
+        failed.discard("browser")
+    elif browser_fails:
+        expected = expected | {"browser"}
+    assert failed == expected, show(report)
+
+
+# ---------------------------------------------------------------- helpers that break one wall
+
+
+def put_files(container, files: dict[str, bytes], mode: int = 0o755) -> None:
+    """Put files into a created (not yet started) box, as root."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for path, data in files.items():
+            info = tarfile.TarInfo(path.lstrip("/"))
+            info.size = len(data)
+            info.mode = mode
+            tar.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    assert container.put_archive("/", buf.getvalue())
+
+
+def after_firewall(script: str):
+    """A before_start hook: the real firewall runs, then `script` runs as root, then the real entrypoint
+    drops to imd and the probe starts. (The entrypoint calls the firewall by this path.)"""
+    real = (ROOT / "firewall" / "init-firewall.sh").read_bytes()
+    wrapper = f"#!/bin/bash\nset -euo pipefail\n{FIREWALL}.real\n{script}\n".encode()
+
+    def hook(container):
+        put_files(container, {FIREWALL + ".real": real, FIREWALL: wrapper})
+
+    return hook
+
+
+def entrypoint_with(old: str, new: str):
+    """A before_start hook: the real entrypoint with one change."""
+    text = (ROOT / "entrypoint.sh").read_text()
+    assert old in text, f"entrypoint.sh no longer has {old!r}"
+    changed = text.replace(old, new).encode()
+
+    def hook(container):
+        put_files(container, {ENTRYPOINT: changed})
+
+    return hook
+
+
+DROP = "--inh-caps=-all --ambient-caps=-all --bounding-set=-all --no-new-privs"
+
+
+# ---------------------------------------------------------------- the healthy box
+
+
+def test_healthy_box_every_line_ok_in_under_10s(healthy, has_browser):
+    failed = set(healthy.failed())
+    if not has_browser:
+        assert failed == {"browser"}, show(healthy)
+        assert "missing from the image" in healthy.by_id("browser").detail
+    else:
+        assert failed == set(), show(healthy)
+    assert [r.number for r in healthy.results] == list(range(1, 21))
+    assert healthy.seconds <= 10, f"took {healthy.seconds:.1f} s"
+
+
+HEALTHY_EVIDENCE = {
+    "user": ["uid 1000 (imd)"],
+    "capabilities": ["all 0"],
+    "no_new_privs": ["NoNewPrivs 1", "euid 1000", "CapEff 0000000000000000 (no gain)"],
+    "seccomp": ["Seccomp 2", "refused"],
+    "mounts": ["volume at /home/imd", "no Docker socket"],
+    "firewall": ["set and read back: IPv4", "IPv6 8 rules", "Permission denied"],
+    "mac": ["host.docker.internal 198.51.100.200:80 EHOSTUNREACH", "gateway 198.51.100.129:80 EHOSTUNREACH"],
+    "lan": ["192.168.77.10:80 EHOSTUNREACH", "10.77.0.10:80 EHOSTUNREACH"],
+    "tailscale": ["100.100.100.100:80 EHOSTUNREACH"],
+    "metadata": ["169.254.169.254:80 EHOSTUNREACH", "169.254.170.2:80 EHOSTUNREACH"],
+    "multicast": ["udp 224.0.0.251:5353 EPERM", "udp 255.255.255.255:9 EPERM"],
+    "ipv6": ["v6 addresses here", "[fd00:1d:1::200]:80 EACCES"],
+    "dns": [
+        "imdt-listener-internet -> 198.51.100.10",
+        "udp 198.51.100.53:53 EPERM",
+        "tcp 198.51.100.53:53 EHOSTUNREACH",
+    ],
+    "internet": ["GET http://198.51.100.10/ -> 200"],
+    "read_jail": ["cannot read the Claude login", "the device key", "the worker can"],
+    "jailed_root": [
+        "unshare -U -r: list, list v6, add a chain, flush: refused",
+        "bwrap --uid 0:",
+        "169.254.169.254:80 from the jail: refused",
+    ],
+    "resources": ["memory 6.0 GiB", "pids 2048"],
+    "secrets": ["~: owned by imd"],
+    "image": ["node 24.", "forge 1.7.1", "git ", "bwrap ", "socat "],
+}
+
+
+@pytest.mark.parametrize("wall", sorted(HEALTHY_EVIDENCE))
+def test_healthy_line_shows_its_evidence(healthy, wall):
+    r = healthy.by_id(wall)
+    assert r.ok, show(healthy)
+    for piece in HEALTHY_EVIDENCE[wall]:
+        assert piece in r.detail, f"{wall}: {piece!r} not in {r.detail!r}"
+
+
+# ---------------------------------------------------------------- one broken wall per box
+
+
+def test_1_user_root_in_the_box(check, has_browser):
+    # The real entrypoint, but it stays uid 0 (every capability still dropped).
+    report = check(
+        before_start=entrypoint_with("--reuid=imd --regid=imd --init-groups", "--reuid=0 --regid=0 --clear-groups")
+    )
+    # Root without capabilities cannot enter imd's 700 home to set up the read jail's test (16),
+    # nor map uid 0 into a user namespace without CAP_SETFCAP (17); Chromium's sandbox fails too.
+    expect_failed(report, {"user", "read_jail", "jailed_root"}, has_browser, browser_fails=True)
+    assert "cannot set up the test" in report.by_id("read_jail").detail
+    assert "could not become root in a user namespace" in report.by_id("jailed_root").detail
+    assert "uid 0" in report.by_id("user").detail
+
+
+def test_2_capabilities_bounding_set_kept(check, has_browser):
+    report = check(before_start=entrypoint_with(DROP, "--inh-caps=-all --ambient-caps=-all --no-new-privs"))
+    expect_failed(report, {"capabilities"}, has_browser)
+    assert "CapBnd=" in report.by_id("capabilities").detail
+
+
+def test_3_no_new_privs_off_setuid_gains_root(check, has_browser):
+    def no_nnp(kw):
+        kw["security_opt"] = [o for o in kw["security_opt"] if not o.startswith("no-new-privileges")]
+
+    report = check(
+        mutate=no_nnp, before_start=entrypoint_with(DROP, "--inh-caps=-all --ambient-caps=-all --bounding-set=-all")
+    )
+    expect_failed(report, {"no_new_privs"}, has_browser)
+    assert "NoNewPrivs 0" in report.by_id("no_new_privs").detail
+    assert "GAINED" in report.by_id("no_new_privs").detail
+
+
+def test_4_seccomp_unconfined(check, has_browser):
+    def unconfined(kw):
+        kw["security_opt"] = [o for o in kw["security_opt"] if not o.startswith("seccomp")] + ["seccomp=unconfined"]
+
+    report = check(mutate=unconfined)
+    expect_failed(report, {"seccomp"}, has_browser)
+    assert "Seccomp 0" in report.by_id("seccomp").detail
+
+
+def test_5_host_folder_and_docker_socket_mounted(check, has_browser, tmp_path):
+    home = tmp_path / "Users-me"
+    home.mkdir()
+    (home / "notes.txt").write_text("the Mac's files\n")
+    sock_path = tmp_path / "docker.sock"
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(sock_path))  # a socket of our own standing in for Docker's: never the real one
+    try:
+
+        def mount_host(kw):
+            kw["volumes"] = {
+                **kw["volumes"],
+                str(home): {"bind": "/Users/me", "mode": "ro"},
+                str(sock_path): {"bind": "/var/run/docker.sock", "mode": "ro"},
+            }
+
+        report = check(mutate=mount_host)
+    finally:
+        sock.close()
+    expect_failed(report, {"mounts"}, has_browser)
+    detail = report.by_id("mounts").detail
+    assert "at /Users/me" in detail and "Docker socket at /var/run/docker.sock" in detail
+
+
+def test_6_worker_keeps_net_admin_and_reads_the_rules(check, has_browser):
+    keep = "--inh-caps=-all,+net_admin --ambient-caps=-all,+net_admin --bounding-set=-all,+net_admin --no-new-privs"
+    report = check(before_start=entrypoint_with(DROP, keep))
+    # bubblewrap refuses to run for a caller holding capabilities: no read jail (16) and no
+    # jailed root through bwrap (17) to prove anything with.
+    expect_failed(report, {"capabilities", "firewall", "read_jail", "jailed_root"}, has_browser)
+    assert "ALLOWED: list, list v6, add a chain, flush" in report.by_id("firewall").detail
+    assert "Unexpected capabilities" in report.by_id("read_jail").detail
+
+
+def test_6_no_firewall_at_all(check, has_browser):
+    report = check(before_start=entrypoint_with("/usr/local/lib/imd-box/firewall/init-firewall.sh ||", "true ||"))
+    network = {"mac", "lan", "tailscale", "metadata", "multicast", "ipv6", "dns", "jailed_root"}
+    expect_failed(report, {"firewall"} | network, has_browser)
+    assert "no verified firewall" in report.by_id("firewall").detail
+
+
+def test_7_the_mac_rules_deleted(check, has_browser):
+    report = check(
+        before_start=after_firewall(
+            f"iptables -D OUTPUT -d 198.51.100.200/32 {REJECT}\niptables -D OUTPUT -d 198.51.100.129/32 {REJECT}"
+        )
+    )
+    expect_failed(report, {"mac"}, has_browser)
+    detail = report.by_id("mac").detail
+    assert "198.51.100.200:80: REACHED" in detail and "gateway 198.51.100.129:80: REACHED" in detail
+
+
+def test_8_private_ranges_open(check, has_browser):
+    report = check(
+        before_start=after_firewall(
+            f"iptables -D OUTPUT -d 10.0.0.0/8 {REJECT}\niptables -D OUTPUT -d 192.168.0.0/16 {REJECT}"
+        )
+    )
+    expect_failed(report, {"lan"}, has_browser)
+    detail = report.by_id("lan").detail
+    assert "192.168.77.10:80: REACHED" in detail and "10.77.0.10:80: REACHED" in detail
+
+
+def test_9_tailscale_open(check, has_browser):
+    report = check(before_start=after_firewall(f"iptables -D OUTPUT -d 100.64.0.0/10 {REJECT}"))
+    expect_failed(report, {"tailscale"}, has_browser)
+    assert "100.100.100.100:80: REACHED" in report.by_id("tailscale").detail
+
+
+def test_10_metadata_open(check, has_browser):
+    # Root in a user namespace aims at the metadata service too: line 17 says so as well.
+    report = check(before_start=after_firewall(f"iptables -D OUTPUT -d 169.254.0.0/16 {REJECT}"))
+    expect_failed(report, {"metadata", "jailed_root"}, has_browser)
+    assert "169.254.169.254:80: REACHED" in report.by_id("metadata").detail
+    assert "169.254.170.2:80: REACHED" in report.by_id("metadata").detail
+    assert "from the jail: reached" in report.by_id("jailed_root").detail
+
+
+def test_11_multicast_and_broadcast_open(check, has_browser):
+    report = check(
+        before_start=after_firewall(
+            f"iptables -D OUTPUT -d 224.0.0.0/4 {REJECT}\niptables -D OUTPUT -d 240.0.0.0/4 {REJECT}"
+        )
+    )
+    expect_failed(report, {"multicast"}, has_browser)
+    detail = report.by_id("multicast").detail
+    assert "udp 224.0.0.251:5353: SENT" in detail and "udp 255.255.255.255:9: SENT" in detail
+
+
+def test_12_ipv6_open(check, has_browser):
+    report = check(before_start=after_firewall("ip6tables -F\nip6tables -P INPUT ACCEPT\nip6tables -P OUTPUT ACCEPT"))
+    expect_failed(report, {"ipv6"}, has_browser)
+    assert "[fd00:1d:1::200]:80: REACHED" in report.by_id("ipv6").detail
+
+
+def test_13_other_dns_server_open(check, has_browser):
+    report = check(
+        before_start=after_firewall(
+            f"iptables -D OUTPUT -p udp -m udp --dport 53 {REJECT}\niptables -D OUTPUT -p tcp -m tcp --dport 53 {REJECT}"
+        )
+    )
+    expect_failed(report, {"dns"}, has_browser)
+    detail = report.by_id("dns").detail
+    assert "udp 198.51.100.53:53: ANSWERED" in detail and "tcp 198.51.100.53:53: REACHED" in detail
+
+
+def test_14_internet_cut(check, has_browser):
+    report = check(before_start=after_firewall(f"iptables -I OUTPUT 1 -d 198.51.100.10/32 {REJECT}"))
+    expect_failed(report, {"internet"}, has_browser)
+    assert "failed" in report.by_id("internet").detail
+
+
+def test_15_browser_check_missing_from_the_image(check, has_browser):
+    # A tmpfs over the browser's folder: check.mjs is gone (a tmpfs is no host file, line 5 stays ok).
+    def hide(kw):
+        kw["tmpfs"] = {BROWSER_DIR: "size=1m"}
+
+    report = check(mutate=hide)
+    assert set(report.failed()) == {"browser"}, show(report)
+    assert "check.mjs is missing from the image" in report.by_id("browser").detail
+
+
+def test_15_browser_check_says_not_ok(check, has_browser):
+    fake = b'console.log(JSON.stringify({ok: false, detail: "imdt: the page did not load"}));\n'
+    report = check(before_start=lambda c: put_files(c, {f"{BROWSER_DIR}/check.mjs": fake}, mode=0o644))
+    assert set(report.failed()) == {"browser"}, show(report)
+    assert report.by_id("browser").detail == "imdt: the page did not load"
+
+
+def test_16_device_key_and_login_kept_outside_the_hidden_home(check, has_browser, test_volume):
+    env = {"IDENTITYMD_HOME": "/var/tmp/identitymd", "CLAUDE_CONFIG_DIR": "/var/tmp/claude"}
+    report = check(volume=test_volume, mutate=lambda kw: kw["environment"].update(env))
+    expect_failed(report, {"read_jail"}, has_browser)
+    detail = report.by_id("read_jail").detail
+    assert "READ /var/tmp/claude/" in detail and "/var/tmp/identitymd/" in detail
+
+
+def test_16_17_no_user_namespaces(check, has_browser):
+    # Docker's own seccomp profile, without the rule the box adds: no user namespace, so
+    # no read jail (16) and no jailed root to prove anything about (17).
+    upstream = (ROOT / "seccomp" / "docker-default.json").read_text()
+
+    def docker_default(kw):
+        kw["security_opt"] = [o for o in kw["security_opt"] if not o.startswith("seccomp")] + [f"seccomp={upstream}"]
+
+    report = check(mutate=docker_default)
+    failed = set(report.failed()) - {"browser"}  # Chromium's sandbox needs user namespaces too
+    assert failed == {"read_jail", "jailed_root"}, show(report)
+    assert "the jail did not start" in report.by_id("read_jail").detail
+    assert "could not become root in a user namespace" in report.by_id("jailed_root").detail
+
+
+def test_18_no_resource_caps(check, has_browser):
+    def uncapped(kw):
+        for key in ("nano_cpus", "mem_limit", "memswap_limit", "pids_limit"):
+            kw.pop(key)
+
+    report = check(mutate=uncapped)
+    expect_failed(report, {"resources"}, has_browser)
+    detail = report.by_id("resources").detail
+    assert "cpus unlimited" in detail and "memory" in detail and "pids max" in detail
+
+
+def test_19_device_key_readable_by_others(check, has_browser, test_volume):
+    # As imd (root in the box has no DAC override): a device key others may read.
+    seed = (
+        "setpriv --reuid=imd --regid=imd --init-groups -- sh -c "
+        "'install -d -m 700 /home/imd/.identitymd && echo {} > /home/imd/.identitymd/config.json "
+        "&& chmod 644 /home/imd/.identitymd/config.json'"
+    )
+    report = check(volume=test_volume, before_start=after_firewall(seed))
+    expect_failed(report, {"secrets"}, has_browser)
+    assert "/home/imd/.identitymd/config.json mode 644" in report.by_id("secrets").detail
+
+
+def test_20_foundry_not_the_pinned_version(check, has_browser):
+    fake = b"#!/bin/sh\necho 'forge Version: 0.0.1-imdt'\n"
+    report = check(before_start=lambda c: put_files(c, {"/usr/local/bin/forge": fake}))
+    expect_failed(report, {"image"}, has_browser)
+    assert "forge 0.0.1-imdt (want 1.7.1)" in report.by_id("image").detail
+
+
+# ---------------------------------------------------------------- probes that cannot run
+
+
+def test_missing_tools_are_fail_not_crash(check, has_browser):
+    # The probe alone runs with a PATH holding only node and Foundry: iptables, bwrap,
+    # unshare, setarch, git and socat are all "missing".
+    def bare_path(kw):
+        kw["command"] = ["env", "PATH=/usr/local/bin", *kw["command"]]
+
+    report = check(mutate=bare_path)
+    expect_failed(report, {"seccomp", "firewall", "read_jail", "jailed_root", "image"}, has_browser=False)
+    for wall in ("seccomp", "firewall", "read_jail", "jailed_root", "image"):
+        assert "missing from the box" in report.by_id(wall).detail, show(report)
+
+
+def test_a_hanging_tool_is_fail_not_a_hang(check, has_browser):
+    hang = b"#!/bin/sh\nexec sleep 60\n"
+    started = time.monotonic()
+    report = check(before_start=lambda c: put_files(c, {"/usr/local/bin/bwrap": hang}))
+    assert time.monotonic() - started < 30
+    expect_failed(report, {"read_jail", "jailed_root", "image"}, has_browser)
+    for wall in ("read_jail", "jailed_root", "image"):
+        assert "timed out" in report.by_id(wall).detail, show(report)
+
+
+def test_a_box_that_never_starts_fails_every_line(check):
+    # The box refuses to start without NET_ADMIN (fail closed): every line FAIL, with the reason.
+    report = check(mutate=lambda kw: kw["cap_add"].remove("NET_ADMIN"))
+    assert set(report.failed()) == ALL
+    assert "the probe gave no result" in report.results[0].detail
+    assert "the firewall could not be set up" in report.results[0].detail
+
+
+@pytest.mark.skipif(not os.environ.get("IMD_BOX_CHECK_SVG"), reason="set IMD_BOX_CHECK_SVG=docs/check.svg to redraw it")
+def test_draw_the_readme_picture_from_the_healthy_run(healthy):
+    """README's picture is this run's table: IMD_BOX_CHECK_SVG=docs/check.svg pytest -k picture tests/test_check.py"""
+    from rich.console import Console
+
+    from imdbox.check.report import render
+
+    console = Console(record=True, width=150, file=io.StringIO(), highlight=False)
+    render(healthy, console)
+    Path(os.environ["IMD_BOX_CHECK_SVG"]).write_text(console.export_svg(title="box check"))

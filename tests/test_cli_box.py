@@ -10,11 +10,16 @@ every box runs on the harness's internal `imdt-internet` network.
 from __future__ import annotations
 
 import hashlib
+import signal
+import subprocess
+import sys
+import threading
 import time
 
 import docker
 import pytest
 
+from imdbox import names
 from tests.fake_worker.fixtures import (
     FEED_URL,
     cleanup_box_env,
@@ -133,6 +138,7 @@ def test_start_logs_status_stop(docker_client, bx):
     assert r.returncode == 0, r.all
     assert "walls up and verified" in r.all
     assert "IdentityMD worker 1.0.0-fake starting: runtime claude, concurrency 2, auto-update on" in r.all
+    _follow_logs_until(bx, "idle: waiting for tasks")  # a line written after `box logs` began
     r = bx.run("logs", "--no-follow", "--since", "1h", "--tail", "1")
     assert r.returncode == 0 and len(r.stdout.strip().splitlines()) == 1, r.all
     r = bx.run("logs", "--since", "yesterday-ish")
@@ -156,6 +162,27 @@ def test_start_logs_status_stop(docker_client, bx):
     assert r.returncode == 0 and "stopped" in r.stdout and "one-off box" in r.stdout, r.all
 
 
+def _follow_logs_until(bx, text: str, timeout: float = 30.0) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "imdbox", "logs", "--tail", "0"],
+        cwd=str(names.REPO_ROOT),
+        env=bx.env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    killer = threading.Timer(timeout, proc.kill)
+    killer.start()
+    try:
+        seen = any(text in line for line in iter(proc.stdout.readline, ""))
+    finally:
+        killer.cancel()
+    assert seen and proc.poll() is None, f"`box logs` did not follow: {proc.stderr.read()}"
+    proc.send_signal(signal.SIGINT)  # Ctrl-C ends the watching, quietly
+    assert proc.wait(timeout=15) in (0, 130), proc.stderr.read()
+
+
 def test_a_failing_start_leaves_no_restart_loop(docker_client, bx):
     bad = "printf 'RUNTIMES=claude\\nCONCURRENCY=9\\n' > ~/.imd-box/settings.env"
     assert bx.run("shell", "bash", "-c", bad).returncode == 0
@@ -173,13 +200,15 @@ def test_status_shows_the_last_error_of_a_restarting_box(docker_client, bx):
     """A box that breaks later (here: bad settings, then the worker dies) restarts with
     Docker; status says so with the error, and `box start` replaces it."""
     assert bx.run("start").returncode == 0
-    bad = "printf 'RUNTIMES=claude\\nCONCURRENCY=0\\n' > ~/.imd-box/settings.env && pkill -f 'imd start'"
-    bx.run("shell", "bash", "-c", bad)
+    bad = "printf 'RUNTIMES=claude\\nCONCURRENCY=0\\n' > ~/.imd-box/settings.env && cat ~/.imd-box/settings.env"
+    r = bx.run("shell", "bash", "-c", bad)
+    assert r.returncode == 0 and "CONCURRENCY=0" in r.stdout, r.all
+    r = bx.run("shell", "pkill", "-f", "^node .*imd start")
     c = docker_client.containers.get(bx.container)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline:  # the first restart ran run.sh, which refused
         c.reload()
-        if c.attrs.get("RestartCount", 0) >= 1:
+        if c.attrs.get("RestartCount", 0) >= 2:
             break
         time.sleep(0.5)
     r = bx.run("status")

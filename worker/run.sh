@@ -4,10 +4,10 @@
 set -euo pipefail
 
 settings="${HOME:-/home/imd}/.imd-box/settings.env"
-die() { echo "imd-box: $*" >&2; exit 1; }
+die() { echo "imd-box: $*; the worker was not started" >&2; exit 1; }
 
 command -v imd >/dev/null 2>&1 \
-  || die "the worker (imd) is not installed in the volume: run 'box setup' first; the worker was not started"
+  || die "the worker (imd) is not installed in the volume: run 'box setup' first"
 
 runtimes=claude
 concurrency=2

@@ -1,0 +1,70 @@
+"""`box check` through the command line, on one of the harness's --internal networks.
+
+IMD_BOX_NETWORK/IMAGE/VOLUME put the check box on `imdt-internet` with the test
+image and a test volume; --targets aims every network probe at the harness's own
+listeners, --url at its "internet" listener.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from imdbox import names
+
+pytestmark = pytest.mark.usefixtures("box_image")
+
+TARGETS = {
+    "lan": ["192.168.77.10", "10.77.0.10"],
+    "tailscale": ["100.100.100.100"],
+    "metadata": ["169.254.169.254", "169.254.170.2"],
+    "ipv6": ["fd00:1d:1::200"],
+    "dns_servers": ["198.51.100.53"],
+    "jail_target": "169.254.169.254",
+    "dns_name": "imdt-listener-internet",  # the box's resolver (Docker's) knows the listener by name
+}
+
+
+def test_box_check_cli_json_and_svg(docker_client, box_image, topology, tmp_path):
+    volume = f"imdt-clihome-{uuid.uuid4().hex[:8]}"
+    targets = tmp_path / "targets.json"
+    targets.write_text(json.dumps(TARGETS))
+    svg = tmp_path / "check.svg"
+    env = {
+        **os.environ,
+        "IMD_BOX_IMAGE": box_image,
+        "IMD_BOX_NETWORK": "imdt-internet",
+        "IMD_BOX_VOLUME": volume,
+        "IMD_BOX_CONTAINER": f"imdt-clibox-{uuid.uuid4().hex[:8]}",
+    }
+    cmd = [sys.executable, "-m", "imdbox", "check", "--json", "--svg", str(svg)]
+    cmd += ["--url", "http://198.51.100.10/", "--targets", str(targets)]
+    started = time.monotonic()
+    try:
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=names.REPO_ROOT, timeout=120)
+        # The check box removed itself: nothing of the run is left behind but the volume.
+        leftovers = docker_client.containers.list(all=True, filters={"volume": volume})
+    finally:
+        for c in docker_client.containers.list(all=True, filters={"volume": volume}):
+            c.remove(force=True)
+        for v in docker_client.volumes.list(filters={"name": volume}):
+            v.remove(force=True)
+    elapsed = time.monotonic() - started
+    rows = json.loads(out.stdout)
+    bad = [r for r in rows if not r["ok"]]
+    assert out.returncode == (1 if bad else 0)
+    assert len(rows) == 20 and set(rows[0]) == {"wall", "ok", "detail"}
+    assert bad == [], json.dumps(bad, indent=1) + out.stderr
+    by_wall = {r["wall"].split(":")[0]: r["detail"] for r in rows}
+    assert "GET http://198.51.100.10/ -> 200" in by_wall["the internet"]
+    assert "imdt-listener-internet -> 198.51.100.10" in by_wall["DNS"]
+    assert "gateway 198.51.100.1:80 EHOSTUNREACH" in by_wall["the Mac"]
+    assert svg.read_text().startswith("<svg")
+    assert elapsed < 30
+    assert leftovers == []

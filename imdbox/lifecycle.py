@@ -295,7 +295,7 @@ def shell(command: Sequence[str], tty: bool) -> int:
     running = container is not None and container.status == "running"
     if not running and not engine.volume_exists(client):
         raise BoxError(f"setup was not done (no volume {names.VOLUME}): run `box setup` first")
-    cmd = list(command) or ["bash", "-l"]
+    cmd = list(command) or ["bash", "-c", "cd ~ && exec bash -l"]  # a login shell at home
     if tty:
         if running:
             args = [docker_cli(), "exec", "-it", "-u", "root", "-w", names.HOME, names.CONTAINER] + engine.AS_IMD + cmd

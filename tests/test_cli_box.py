@@ -10,6 +10,7 @@ every box runs on the harness's internal `imdt-internet` network.
 from __future__ import annotations
 
 import hashlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -274,6 +275,26 @@ def test_runtime_changes(docker_client, bx):
     assert bx.run("shell", "bash", "-c", "command -v grok").returncode != 0
     c = docker_client.containers.get(bx.container)
     assert "runtime claude, concurrency 3" in c.logs().decode()
+
+
+@pytest.mark.skipif(not shutil.which("script") or not shutil.which("docker"), reason="needs script(1) and docker")
+def test_interactive_shell_in_a_terminal(docker_client, bx):
+    """The TTY path (the docker CLI): in the running box, and in a one-off box."""
+    for running in (True, False):
+        if not running:
+            assert bx.run("stop").returncode == 0
+        r = subprocess.run(
+            ["script", "-qec", f"{sys.executable} -m imdbox shell", "/dev/null"],
+            input="imd --version; pwd; grep CapBnd /proc/self/status; exit 3\n",
+            cwd=str(names.REPO_ROOT),
+            env=bx.env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert r.returncode == 3, r.stdout + r.stderr
+        assert "1.0.0-fake" in r.stdout or "3.0.0-fake" in r.stdout
+        assert "/home/imd" in r.stdout and "CapBnd:\t0000000000000000" in r.stdout
 
 
 def test_a_foreign_container_holding_the_name_is_never_touched(docker_client, bx, box_image):

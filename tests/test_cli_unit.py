@@ -194,6 +194,6 @@ def test_box_script_makes_its_environment_then_runs(tmp_path):
     assert first.returncode == 0, first.stderr
     assert "first run: making a private Python environment" in first.stderr
     assert "Usage: box" in first.stdout
-    assert (venv / ".box-requirements.sha256").exists()
+    assert (venv / ".box-requirements.txt").exists()
     again = subprocess.run([str(ROOT / "box"), "--help"], env=env, capture_output=True, text=True, timeout=60)
     assert again.returncode == 0 and again.stderr == "" and "Usage: box" in again.stdout

@@ -295,7 +295,8 @@ def shell(command: Sequence[str], tty: bool) -> int:
     running = container is not None and container.status == "running"
     if not running and not engine.volume_exists(client):
         raise BoxError(f"setup was not done (no volume {names.VOLUME}): run `box setup` first")
-    cmd = list(command) or ["bash", "-c", "cd ~ && exec bash -l"]  # a login shell at home
+    # Not a login shell: /etc/profile would reset PATH and lose the volume's npm bin.
+    cmd = list(command) or ["bash", "-c", "cd ~ && exec bash"]
     if tty:
         if running:
             args = [docker_cli(), "exec", "-it", "-u", "root", "-w", names.HOME, names.CONTAINER] + engine.AS_IMD + cmd

@@ -377,21 +377,13 @@ class Bench:
     def _check_harness(self, label: str) -> None:
         import fcntl
 
-        from imdbox.check.runner import Targets, run_check
+        from imdbox.check.runner import run_check
         from tests.harness import topology as topo_mod
 
         row = Row(label, goal=GOALS["check"], note="run_check (what `box check` runs) on the test networks")
         volume = f"{PREFIX}checkhome-{self.run_id}"
         self.client.volumes.create(volume, labels={"imd-bench": "1"})
-        targets = Targets(
-            lan=("192.168.77.10", "10.77.0.10"),
-            tailscale=("100.100.100.100",),
-            metadata=("169.254.169.254", "169.254.170.2"),
-            ipv6=("fd00:1d:1::200",),
-            dns_servers=("198.51.100.53",),
-            jail_target="169.254.169.254",
-            dns_name="imdt-listener-internet",
-        )
+        targets = topo_mod.check_targets()
         try:
             with open(TOPOLOGY_LOCK, "w") as lock:
                 log("waiting for the test topology lock (a test run may hold it)")

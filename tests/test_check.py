@@ -21,8 +21,9 @@ from typing import Optional
 import pytest
 
 from imdbox import names
-from imdbox.check.runner import Report, Targets, run_check
+from imdbox.check.runner import Report, run_check
 from imdbox.check.walls import WALLS
+from tests.harness import topology as topology_mod
 
 pytestmark = pytest.mark.usefixtures("box_image")
 
@@ -34,15 +35,7 @@ REJECT = "-j REJECT --reject-with icmp-admin-prohibited"
 ALL = {w.id for w in WALLS}
 
 # The harness's listeners (tests/harness/topology.py); nothing else is ever aimed at.
-TEST_TARGETS = Targets(
-    lan=("192.168.77.10", "10.77.0.10"),
-    tailscale=("100.100.100.100",),
-    metadata=("169.254.169.254", "169.254.170.2"),
-    ipv6=("fd00:1d:1::200",),
-    dns_servers=("198.51.100.53",),
-    jail_target="169.254.169.254",
-    dns_name="imdt-listener-internet",  # the box's resolver (Docker's) knows the listener by name
-)
+TEST_TARGETS = topology_mod.check_targets()
 
 
 def browser_in_image(client, image: str) -> bool:

@@ -74,6 +74,22 @@ TARGETS = [
 GATEWAY_LISTENER_REPLY = b"imd-test-listener:gateway\n"
 
 
+def check_targets():
+    """`box check`'s network probes aimed at this world's listeners, and nothing else."""
+    from imdbox.check.runner import Targets
+
+    t = {target.name: target for target in TARGETS}
+    return Targets(
+        lan=(t["router"].ip, t["lan10"].ip),
+        tailscale=(t["tailscale"].ip,),
+        metadata=(t["metadata"].ip, t["ecs-metadata"].ip),
+        ipv6=(t["mac"].ip6,),
+        dns_servers=(t["dns"].ip,),
+        jail_target=t["metadata"].ip,
+        dns_name=f"{PREFIX}listener-internet",  # the box's resolver (Docker's) knows the listener by name
+    )
+
+
 @dataclass
 class Topology:
     nets: list[Net]

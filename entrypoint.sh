@@ -17,6 +17,8 @@ die() { echo "imd-box: $*; the worker was not started" >&2; exit 78; }
 # sets. no_new_privs is set again here in case the runtime did not.
 # tini becomes PID 1 as `imd`: it reaps zombies and forwards `docker stop`'s
 # SIGTERM to the worker, which a root PID 1 without CAP_KILL cannot do.
+# Everything the worker user writes (logins, the device key, task files) is private.
+umask 077
 exec setpriv --reuid=imd --regid=imd --init-groups \
   --inh-caps=-all --ambient-caps=-all --bounding-set=-all --no-new-privs \
   -- env HOME=/home/imd USER=imd LOGNAME=imd /usr/bin/tini -- "$@"

@@ -159,6 +159,7 @@ def test_the_worker_runs_as_imd_with_nothing(walled):
         assert int(status[cap_set], 16) == 0, f"{cap_set} = {status[cap_set]}"
     assert status["NoNewPrivs"] == "1"
     assert status["Seccomp"] == "2", "seccomp filter mode"
+    assert status["Umask"] == "0077", "what the worker writes (its device key, logins) is private"
 
 
 def test_the_worker_cannot_list_or_change_the_rules(docker_client, box_image, topology, test_volume):

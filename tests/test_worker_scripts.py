@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -72,6 +73,8 @@ def test_install_verifies_then_installs(home, feed):
     assert '"version": "1.0.0-fake"' in (home / ".imd-box" / "worker-build.json").read_text().replace('":"', '": "')
     assert "registered with the worker" in r.stdout
     assert (home / ".npm-global" / "bin" / "claude").exists()
+    for private in (home / ".identitymd", home / ".imd-box"):
+        assert stat.S_IMODE(private.stat().st_mode) == 0o700, private  # what `box check` line 19 demands
 
 
 def test_tampered_or_unlisted_tgz_is_refused_and_the_old_worker_stays(home, feed):

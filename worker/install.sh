@@ -28,6 +28,9 @@ case "$mode" in all | agents) ;; *) die "unknown mode '$mode' (all | agents)" ;;
 
 export NPM_CONFIG_UPDATE_NOTIFIER=false NPM_CONFIG_FUND=false NPM_CONFIG_AUDIT=false
 mkdir -p "$NPM_CONFIG_PREFIX" "$IDENTITYMD_HOME" "$state"
+# The worker's config holds its private device key: only imd may look inside
+# (also for a volume set up before the box made everything private).
+chmod 700 "$IDENTITYMD_HOME" "$state"
 npm_global() { npm "$@" --global --loglevel=error --no-progress; }
 
 # Each runtime's CLI: the npm package (name for uninstall) and the spec to install.

@@ -12,13 +12,7 @@ die() { echo "imd-box: $*; the worker was not started" >&2; exit 78; }
 
 /usr/local/lib/imd-box/firewall/init-firewall.sh || die "the firewall could not be set up"
 
-# setpriv changes uid/gid (needs SETUID/SETGID) and empties the bounding set
-# (needs SETPCAP); the uid change itself clears the permitted and effective
-# sets. no_new_privs is set again here in case the runtime did not.
+# Drop to `imd` (worker/as-imd: no capabilities, no_new_privs, private umask).
 # tini becomes PID 1 as `imd`: it reaps zombies and forwards `docker stop`'s
 # SIGTERM to the worker, which a root PID 1 without CAP_KILL cannot do.
-# Everything the worker user writes (logins, the device key, task files) is private.
-umask 077
-exec setpriv --reuid=imd --regid=imd --init-groups \
-  --inh-caps=-all --ambient-caps=-all --bounding-set=-all --no-new-privs \
-  -- env HOME=/home/imd USER=imd LOGNAME=imd /usr/bin/tini -- "$@"
+exec /usr/local/lib/imd-box/worker/as-imd /usr/bin/tini -- "$@"

@@ -19,13 +19,9 @@ from . import names
 from .runflags import EngineLimits, RunFlags
 
 WALLS_UP = b"walls up and verified"
-# Run a command in the running box exactly as the entrypoint runs the worker:
-# as `imd`, with every capability gone and no_new_privs.
-AS_IMD = [
-    "setpriv", "--reuid=imd", "--regid=imd", "--init-groups",
-    "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs",
-    "--", "env", "HOME=/home/imd", "USER=imd", "LOGNAME=imd",
-]  # fmt: skip
+# Run a command in the running box exactly as the entrypoint runs the worker
+# (worker/as-imd: as `imd`, every capability gone, no_new_privs, private umask).
+AS_IMD = ["/usr/local/lib/imd-box/worker/as-imd"]
 SETTINGS_PATH = f"{names.HOME}/.imd-box/settings.env"
 IMD_PATH = f"{names.HOME}/.npm-global/bin/imd"
 INSTALL_SH = "/usr/local/lib/imd-box/worker/install.sh"

@@ -30,6 +30,7 @@ pytestmark = pytest.mark.usefixtures("box_image")
 ROOT = names.REPO_ROOT
 FIREWALL = "/usr/local/lib/imd-box/firewall/init-firewall.sh"
 ENTRYPOINT = "/usr/local/bin/entrypoint.sh"
+AS_IMD = "/usr/local/lib/imd-box/worker/as-imd"
 BROWSER_DIR = "/usr/local/lib/imd-box/browser"
 REJECT = "-j REJECT --reject-with icmp-admin-prohibited"
 ALL = {w.id for w in WALLS}
@@ -126,16 +127,25 @@ def after_firewall(script: str):
     return hook
 
 
-def entrypoint_with(old: str, new: str):
-    """A before_start hook: the real entrypoint with one change."""
-    text = (ROOT / "entrypoint.sh").read_text()
-    assert old in text, f"entrypoint.sh no longer has {old!r}"
+def script_with(repo_path: str, box_path: str, old: str, new: str):
+    """A before_start hook: one of the image's real scripts with one change."""
+    text = (ROOT / repo_path).read_text()
+    assert old in text, f"{repo_path} no longer has {old!r}"
     changed = text.replace(old, new).encode()
 
     def hook(container):
-        put_files(container, {ENTRYPOINT: changed})
+        put_files(container, {box_path: changed})
 
     return hook
+
+
+def entrypoint_with(old: str, new: str):
+    return script_with("entrypoint.sh", ENTRYPOINT, old, new)
+
+
+def drop_with(old: str, new: str):
+    """The privilege drop (worker/as-imd, which the entrypoint execs) with one change."""
+    return script_with("worker/as-imd", AS_IMD, old, new)
 
 
 DROP = "--inh-caps=-all --ambient-caps=-all --bounding-set=-all --no-new-privs"
@@ -200,7 +210,7 @@ def test_healthy_line_shows_its_evidence(healthy, wall):
 def test_1_user_root_in_the_box(check, has_browser):
     # The real entrypoint, but it stays uid 0 (every capability still dropped).
     report = check(
-        before_start=entrypoint_with("--reuid=imd --regid=imd --init-groups", "--reuid=0 --regid=0 --clear-groups")
+        before_start=drop_with("--reuid=imd --regid=imd --init-groups", "--reuid=0 --regid=0 --clear-groups")
     )
     # Root without capabilities cannot enter imd's 700 home to set up the read jail's test (16),
     # nor map uid 0 into a user namespace without CAP_SETFCAP (17); Chromium's sandbox fails too.
@@ -211,7 +221,7 @@ def test_1_user_root_in_the_box(check, has_browser):
 
 
 def test_2_capabilities_bounding_set_kept(check, has_browser):
-    report = check(before_start=entrypoint_with(DROP, "--inh-caps=-all --ambient-caps=-all --no-new-privs"))
+    report = check(before_start=drop_with(DROP, "--inh-caps=-all --ambient-caps=-all --no-new-privs"))
     expect_failed(report, {"capabilities"}, has_browser)
     assert "CapBnd=" in report.by_id("capabilities").detail
 
@@ -221,7 +231,7 @@ def test_3_no_new_privs_off_setuid_gains_root(check, has_browser):
         kw["security_opt"] = [o for o in kw["security_opt"] if not o.startswith("no-new-privileges")]
 
     report = check(
-        mutate=no_nnp, before_start=entrypoint_with(DROP, "--inh-caps=-all --ambient-caps=-all --bounding-set=-all")
+        mutate=no_nnp, before_start=drop_with(DROP, "--inh-caps=-all --ambient-caps=-all --bounding-set=-all")
     )
     expect_failed(report, {"no_new_privs"}, has_browser)
     assert "NoNewPrivs 0" in report.by_id("no_new_privs").detail
@@ -263,7 +273,7 @@ def test_5_host_folder_and_docker_socket_mounted(check, has_browser, tmp_path):
 
 def test_6_worker_keeps_net_admin_and_reads_the_rules(check, has_browser):
     keep = "--inh-caps=-all,+net_admin --ambient-caps=-all,+net_admin --bounding-set=-all,+net_admin --no-new-privs"
-    report = check(before_start=entrypoint_with(DROP, keep))
+    report = check(before_start=drop_with(DROP, keep))
     # bubblewrap refuses to run for a caller holding capabilities: no read jail (16) and no
     # jailed root through bwrap (17) to prove anything with.
     expect_failed(report, {"capabilities", "firewall", "read_jail", "jailed_root"}, has_browser)

@@ -162,6 +162,21 @@ def test_the_worker_runs_as_imd_with_nothing(walled):
     assert status["Umask"] == "0077", "what the worker writes (its device key, logins) is private"
 
 
+def test_commands_in_the_running_box_get_the_workers_powers_only(walled):
+    """`box status`/`box shell` exec through engine.AS_IMD: the same drop as the worker."""
+    from imdbox.engine import AS_IMD
+
+    code, out = boxes.run(
+        walled, [*AS_IMD, "bash", "-c", "id -u; id -G; umask; grep -E '^(Cap|NoNew)' /proc/self/status"], user="root"
+    )
+    assert code == 0, out
+    lines = out.split()
+    assert lines[:3] == ["1000", "1000", "0077"], out
+    for cap_set in ("CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"):
+        assert int(lines[lines.index(cap_set) + 1], 16) == 0, out
+    assert lines[lines.index("NoNewPrivs:") + 1] == "1", out
+
+
 def test_the_worker_cannot_list_or_change_the_rules(docker_client, box_image, topology, test_volume):
     script = (
         "iptables -S >/dev/null 2>&1 && echo LISTED; iptables -F 2>/dev/null && echo FLUSHED; "

@@ -195,9 +195,13 @@ def setup_done(client) -> bool:
     return volume_exists(client) and read_volume_file(client, IMD_PATH) is not None
 
 
-def require_setup(client) -> None:
+def require_volume(client) -> None:
     if not volume_exists(client):
         raise BoxError(f"setup was not done (no volume {names.VOLUME}): run `box setup` first")
+
+
+def require_setup(client) -> None:
+    require_volume(client)
     if read_volume_file(client, IMD_PATH) is None:
         raise BoxError(f"setup was not done (no worker installed in {names.VOLUME}): run `box setup` first")
 

@@ -252,8 +252,7 @@ def status() -> int:
         ui.say(f"last error: {engine.last_error(container.logs(tail=50).decode(errors='replace'))}", style="red")
     if img is None:
         raise BoxError("cannot run `imd doctor` without the box image")
-    if not engine.volume_exists(client):
-        raise BoxError(f"setup was not done (no volume {names.VOLUME}): run `box setup` first")
+    engine.require_volume(client)
     current = saved(client)
     ui.say(
         f"runtime:   {', '.join(saved_runtimes(current))} (concurrency {saved_concurrency(current)})"
@@ -293,8 +292,8 @@ def shell(command: Sequence[str], tty: bool) -> int:
     engine.image(client)
     container = engine.box_container(client)
     running = container is not None and container.status == "running"
-    if not running and not engine.volume_exists(client):
-        raise BoxError(f"setup was not done (no volume {names.VOLUME}): run `box setup` first")
+    if not running:
+        engine.require_volume(client)
     # Not a login shell: /etc/profile would reset PATH and lose the volume's npm bin.
     cmd = list(command) or ["bash", "-c", "cd ~ && exec bash"]
     if tty:

@@ -11,11 +11,10 @@ from typing import Callable, Optional
 
 import docker
 
+from imdbox.engine import WALLS_UP  # the entrypoint's line that `box start` waits for
 from imdbox.runflags import EngineLimits, RunFlags
 
 from .topology import PREFIX, Topology
-
-WALLS_UP = b"walls up and verified"
 
 
 @dataclass(frozen=True)

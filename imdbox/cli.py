@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import Optional
@@ -177,6 +178,10 @@ def version() -> None:
 
 
 def main() -> None:
+    # Ctrl-C always stops box. A shell that starts a command in the background
+    # without job control (a CI job, `cmd &` in a script) leaves SIGINT ignored,
+    # and Python keeps an inherited "ignore": `box logs` would then follow forever.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     app()
 
 

@@ -35,6 +35,41 @@ def docker_client():
     client.close()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def nothing_left_behind():
+    """Torn down last: every container, volume and network a test made is gone by
+    now (each fixture removes its own). Whatever is not was leaked: it is removed
+    here and the run errors, naming it."""
+    yield
+    import docker
+
+    try:
+        docker_client = docker.from_env(timeout=60)
+        docker_client.ping()
+    except Exception:  # no engine: nothing can have been made
+        return
+    leaked = []
+
+    def made_here(obj) -> bool:  # the harness's label, or a test-only name (the `box` runs)
+        return "imd-test" in (obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {}) or (
+            obj.name.startswith(topo_mod.PREFIX)
+        )
+
+    for c in docker_client.containers.list(all=True):
+        if made_here(c):
+            leaked.append(f"container {c.name}")
+            c.remove(force=True)
+    for v in docker_client.volumes.list():
+        if made_here(v):
+            leaked.append(f"volume {v.name}")
+            v.remove(force=True)
+    for n in docker_client.networks.list():
+        if made_here(n):
+            leaked.append(f"network {n.name}")
+            n.remove()
+    assert not leaked, "tests left these behind (now removed): " + ", ".join(leaked)
+
+
 @pytest.fixture(scope="session")
 def box_image(docker_client, tmp_path_factory):
     log = tmp_path_factory.mktemp("build") / "build.log"

@@ -18,6 +18,7 @@ from tests.harness.boxes import (
     create_walled,
     http_probe,
     proc_status,
+    removed_on_error,
     run,
     start_control,
     start_walled,
@@ -155,7 +156,8 @@ def unwalled_twin(docker_client, box_image, topology, volume):
         kwargs["command"] = []
 
     container = create_walled(docker_client, box_image, topology, volume=volume, mutate=no_firewall)
-    container.start()
+    with removed_on_error(container):
+        container.start()
     return container
 
 

@@ -3,6 +3,7 @@ and a runner for the real `box` command pointed at test-only names."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -117,6 +118,17 @@ def cleanup_box_env(client: docker.DockerClient, env: BoxEnv, image_too: bool = 
             client.images.remove(env.image, force=True)  # a tag only: untag even if a container uses it
         except docker.errors.ImageNotFound:
             pass
+
+
+@contextlib.contextmanager
+def box_env(client: docker.DockerClient, image: str, network: str = FEED_NETWORK):
+    """A BoxEnv of its own; its container, volume and tag are removed on the way
+    out, whether the test passed or failed."""
+    env = new_box_env(client, image, network)
+    try:
+        yield env
+    finally:
+        cleanup_box_env(client, env)
 
 
 def volume_files(client: docker.DockerClient, env: BoxEnv, paths) -> dict[str, Optional[bytes]]:

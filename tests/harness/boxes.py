@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 import uuid
@@ -63,15 +64,28 @@ def create_walled(
     if mutate:
         mutate(kwargs)
     container = client.containers.create(**kwargs)
-    _attach(client, container, topo)
+    with removed_on_error(container):
+        _attach(client, container, topo)
     return container
+
+
+@contextlib.contextmanager
+def removed_on_error(container):
+    """A container half made (not attached, not started, walls never up) is removed
+    before the error goes on: the caller never got it, so nothing else would."""
+    try:
+        yield container
+    except BaseException:
+        container.remove(force=True)
+        raise
 
 
 def start_walled(client, image, topo, *, volume, timeout: float = 30.0, **kw):
     """Start a walled box and wait for the entrypoint's verified-walls line."""
     container = create_walled(client, image, topo, volume=volume, **kw)
-    container.start()
-    wait_walls_up(container, timeout)
+    with removed_on_error(container):
+        container.start()
+        wait_walls_up(container, timeout)
     return container
 
 
@@ -103,8 +117,9 @@ def start_control(client: docker.DockerClient, image: str, topo: Topology, name:
         extra_hosts=dict(topo.extra_hosts),
         labels={"imd-test": "1"},
     )
-    _attach(client, container, topo)
-    container.start()
+    with removed_on_error(container):
+        _attach(client, container, topo)
+        container.start()
     return container
 
 

@@ -31,43 +31,40 @@ def docker_client():
         if IN_CI:
             pytest.fail(message + " (CI=true: Docker is required, not optional)", pytrace=False)
         pytest.skip(message)
-    yield client
-    client.close()
+    # One test session at a time uses this machine's engine: the topology's subnets
+    # are fixed, and the sweep below must never see another session's boxes.
+    with open(LOCK_PATH, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield client
+            leaked = _sweep(client)  # after every fixture that needs the engine is torn down
+            assert not leaked, "tests left these behind (now removed): " + ", ".join(leaked)
+        finally:
+            client.close()
 
 
-@pytest.fixture(scope="session", autouse=True)
-def nothing_left_behind():
-    """Torn down last: every container, volume and network a test made is gone by
-    now (each fixture removes its own). Whatever is not was leaked: it is removed
-    here and the run errors, naming it."""
-    yield
-    import docker
-
-    try:
-        docker_client = docker.from_env(timeout=60)
-        docker_client.ping()
-    except Exception:  # no engine: nothing can have been made
-        return
+def _sweep(client) -> list[str]:
+    """Every container, volume and network a test made is gone by now (each fixture
+    removes its own): whatever is left was leaked. Remove it, and name it."""
     leaked = []
 
     def made_here(obj) -> bool:  # the harness's label, or a test-only name (the `box` runs)
-        return "imd-test" in (obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {}) or (
-            obj.name.startswith(topo_mod.PREFIX)
-        )
+        labels = obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {}
+        return "imd-test" in labels or obj.name.startswith(topo_mod.PREFIX)
 
-    for c in docker_client.containers.list(all=True):
+    for c in client.containers.list(all=True):
         if made_here(c):
             leaked.append(f"container {c.name}")
             c.remove(force=True)
-    for v in docker_client.volumes.list():
+    for v in client.volumes.list():
         if made_here(v):
             leaked.append(f"volume {v.name}")
             v.remove(force=True)
-    for n in docker_client.networks.list():
+    for n in client.networks.list():
         if made_here(n):
             leaked.append(f"network {n.name}")
             n.remove()
-    assert not leaked, "tests left these behind (now removed): " + ", ".join(leaked)
+    return leaked
 
 
 @pytest.fixture(scope="session")
@@ -82,14 +79,24 @@ def box_image(docker_client, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def topology(docker_client, box_image):
-    # Fixed subnets: one topology per machine. Concurrent runs queue here.
-    with open(LOCK_PATH, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        topo = topo_mod.build(docker_client, box_image)
-        try:
-            yield topo
-        finally:
-            topo_mod.teardown(docker_client, topo)
+    # Fixed subnets: one topology per machine (docker_client holds the machine's lock).
+    topo = topo_mod.build(docker_client, box_image)
+    try:
+        yield topo
+    finally:
+        topo_mod.teardown(docker_client, topo)
+
+
+@pytest.fixture(scope="session")
+def feed(docker_client, topology, box_image):
+    """The fake worker's release feed on the test internet (tests/fake_worker)."""
+    from tests.fake_worker.fixtures import FEED_URL, start_feed
+
+    container = start_feed(docker_client, box_image)
+    try:
+        yield FEED_URL
+    finally:
+        container.remove(force=True)
 
 
 @pytest.fixture

@@ -92,15 +92,22 @@ RUN ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \
  && node --version && npm --version && forge --version
 
 # Every tool inside trusts the system bundle, which holds any CA added above.
+# PATH holds the image's own directories only: root (the entrypoint, any
+# `docker exec`) must never run what the volume holds. The worker's PATH, with
+# the volume's npm bin first, is set by worker/as-imd after the drop.
 ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
     IMD_HOME=/home/imd \
     IDENTITYMD_HOME=/home/imd/.identitymd \
     NPM_CONFIG_PREFIX=/home/imd/.npm-global \
-    PATH=/home/imd/.npm-global/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 # uid 1000; its home is the imd-worker-home volume (logins, worker, pairing).
+# No setuid or setgid file stays (su, mount, passwd, ...: nothing in the box
+# needs them), so no_new_privs is not the only thing that keeps them harmless.
 RUN useradd --uid 1000 --user-group --create-home --home-dir /home/imd --shell /bin/bash imd \
- && chmod 700 /home/imd
+ && chmod 700 /home/imd \
+ && find / -xdev -perm /6000 -type f -exec chmod ug-s {} + \
+ && test -z "$(find / -xdev -perm /6000 -type f)"
 
 COPY firewall/ /usr/local/lib/imd-box/firewall/
 COPY worker/ /usr/local/lib/imd-box/worker/

@@ -3,11 +3,16 @@
 # `imd` with every capability gone and execs the worker (or the command given,
 # so setup, shell and check run behind exactly the same walls).
 # Any failure exits non-zero before the command starts: fail closed.
+#
+# Root resolves commands only from the image's own system directories (the
+# volume is imd's: anything there may be planted); every step is named by path.
 set -euo pipefail
+PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export PATH
 
 die() { echo "imd-box: $*; the worker was not started" >&2; exit 78; }
 
-[ "$(id -u)" = 0 ] || die "the entrypoint must start as root (got uid $(id -u))"
+[ "$(/usr/bin/id -u)" = 0 ] || die "the entrypoint must start as root (got uid $(/usr/bin/id -u))"
 [ $# -gt 0 ] || die "no command given"
 
 /usr/local/lib/imd-box/firewall/init-firewall.sh || die "the firewall could not be set up"

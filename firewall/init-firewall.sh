@@ -1,8 +1,10 @@
 #!/bin/bash
 # The box's network walls. Runs as root before the worker exists.
 #
-# IPv4: the public internet is open; the Mac, the home network, Tailscale, cloud
-# metadata, multicast/broadcast and DNS to anything but the container's own
+# IPv4: the public internet is open; the Mac (by every address box found for it,
+# IMD_BOX_HOST_ADDRS), the home network, Tailscale, cloud metadata, multicast,
+# broadcast and anycast (by range and by address type, so a directed broadcast
+# on any subnet is refused too) and DNS to anything but the container's own
 # resolvers are REJECTed (fast, so a probe sees a refusal, not a hang).
 # IPv6: refused everywhere but loopback. Only the filter tables are replaced:
 # Docker's nat rules for its embedded DNS (127.0.0.11) stay as they are.
@@ -10,6 +12,11 @@
 # Like a test, it ends by reading every rule back and comparing it with what it
 # meant to set; any difference exits non-zero and the worker never starts.
 set -euo pipefail
+# Root: commands come only from the image's system directories, and the tools
+# that decide the walls are named by path.
+PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export PATH
+readonly IPTABLES=/usr/sbin/iptables IP6TABLES=/usr/sbin/ip6tables
 
 say() { echo "imd-box firewall: $*" >&2; }
 die() { say "FAILED: $*"; exit 1; }
@@ -24,9 +31,20 @@ readonly REJECT_V4='-j REJECT --reject-with icmp-admin-prohibited'
 readonly REJECT_V6='-j REJECT --reject-with icmp6-adm-prohibited'
 
 ipv4_addrs() { grep -E '^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$' || true; }
+readonly OCTET='(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])'
 
 # --- what to allow and refuse, learnt before any rule changes ----------------
-iptables -w -S >/dev/null 2>&1 \
+# The Mac's (or the Linux host's) own addresses, found by `box` outside the box:
+# only well-formed IPv4 addresses are taken; anything else stops the box.
+HOST_ADDRS=()
+read -r -a given <<<"${IMD_BOX_HOST_ADDRS:-}"
+for a in "${given[@]}"; do
+  [[ $a =~ ^$OCTET(\.$OCTET){3}$ ]] \
+    || die "IMD_BOX_HOST_ADDRS holds '$a', which is not an IPv4 address (box passes the host's addresses there)"
+  HOST_ADDRS+=("$a")
+done
+
+"$IPTABLES" -w -S >/dev/null 2>&1 \
   || die "cannot read the IPv4 rules: the box needs NET_ADMIN (run it with 'box', which grants it)"
 
 mapfile -t RESOLVERS < <(awk '$1 == "nameserver" {print $2}' /etc/resolv.conf | ipv4_addrs | sort -u)
@@ -34,7 +52,7 @@ mapfile -t RESOLVERS < <(awk '$1 == "nameserver" {print $2}' /etc/resolv.conf | 
 mapfile -t GATEWAYS < <(ip -4 route show table all | awk '{for (i = 1; i < NF; i++) if ($i == "via") print $(i + 1)}' | ipv4_addrs | sort -u)
 # Docker Desktop's names for the Mac, whatever they resolve to right now.
 # Bounded: on a network without an upstream resolver the lookup would hang.
-mapfile -t HOST_ADDRS < <(for name in host.docker.internal gateway.docker.internal; do
+mapfile -t NAMED_HOST < <(for name in host.docker.internal gateway.docker.internal; do
   timeout 2 getent ahostsv4 "$name" || true
 done | awk '{print $1}' | ipv4_addrs | sort -u)
 
@@ -55,7 +73,12 @@ done
 # DNS anywhere else would let a job pick its own resolver (or tunnel out over it).
 V4+=("-A OUTPUT -p udp -m udp --dport 53 $REJECT_V4"
      "-A OUTPUT -p tcp -m tcp --dport 53 $REJECT_V4")
-mapfile -t REFUSED_HOSTS < <(printf '%s\n' "${GATEWAYS[@]}" "${HOST_ADDRS[@]}" | ipv4_addrs | sort -u)
+# By the kernel's own type for the address: a directed broadcast of any subnet
+# the box is on (198.51.100.255 is no private address), and every multicast.
+for type in BROADCAST MULTICAST ANYCAST; do
+  V4+=("-A OUTPUT -m addrtype --dst-type $type $REJECT_V4")
+done
+mapfile -t REFUSED_HOSTS < <(printf '%s\n' "${GATEWAYS[@]}" "${NAMED_HOST[@]}" "${HOST_ADDRS[@]}" | ipv4_addrs | sort -u)
 for a in "${REFUSED_HOSTS[@]}"; do
   V4+=("-A OUTPUT -d $a/32 $REJECT_V4")
 done
@@ -105,13 +128,13 @@ verify() { # verify TOOL RULE...: the table must read back as exactly these rule
 
 # IPv6 policies go first: from the first IPv4 change on, no path may stay open.
 if [ -e /proc/net/if_inet6 ]; then
-  apply ip6tables "${V6[@]}"
-  verify ip6tables "${V6[@]}"
+  apply "$IP6TABLES" "${V6[@]}"
+  verify "$IP6TABLES" "${V6[@]}"
   v6_note="IPv6 ${#V6[@]} rules"
 else
   v6_note="IPv6 absent from this kernel"
 fi
-apply iptables "${V4[@]}"
-verify iptables "${V4[@]}"
+apply "$IPTABLES" "${V4[@]}"
+verify "$IPTABLES" "${V4[@]}"
 
 say "walls up and verified: IPv4 ${#V4[@]} rules (resolvers: ${RESOLVERS[*]:-none}; the Mac: ${REFUSED_HOSTS[*]:-none found}), $v6_note"

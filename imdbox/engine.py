@@ -15,8 +15,8 @@ from typing import Callable, Optional
 import docker
 import docker.errors
 
-from . import names
-from .runflags import EngineLimits, RunFlags
+from . import hostaddrs, names
+from .runflags import SYSTEM_PATH, EngineLimits, RunFlags
 
 WALLS_UP = b"walls up and verified"
 # Run a command in the running box exactly as the entrypoint runs the worker
@@ -142,7 +142,10 @@ def flags(
     restart: bool = False,
     environment: Optional[dict[str, str]] = None,
     interactive: bool = False,
+    starts: bool = True,
 ) -> RunFlags:
+    """A box's flags. `starts=False` for a box that is only created (to read the volume):
+    it never runs its entrypoint, so it needs no firewall input."""
     return RunFlags(
         limits=limits(client),
         image=names.IMAGE,
@@ -154,12 +157,13 @@ def flags(
         environment=dict(environment or {}),
         restart=restart,
         interactive=interactive,
+        host_addresses=hostaddrs.collect(client, names.IMAGE) if starts else (),
     )
 
 
 def read_volume_file(client, path: str) -> Optional[bytes]:
     """A file from the volume, read through a created (never started) box: nothing runs."""
-    helper = client.containers.create(**flags(client, "read", ["true"]).sdk_kwargs())
+    helper = client.containers.create(**flags(client, "read", ["true"], starts=False).sdk_kwargs())
     try:
         try:
             chunks, stat = helper.get_archive(path)
@@ -233,8 +237,12 @@ def run_oneoff(client, run_flags: RunFlags, on_line: Callable[[str], None] = lam
     return code, "\n".join(lines)
 
 
+# Every exec box makes as root names its PATH: the image's directories, never the volume's.
+EXEC_ENV = {"PATH": SYSTEM_PATH}
+
+
 def exec_as_imd(container, command: Sequence[str]) -> tuple[int, str]:
-    result = container.exec_run(AS_IMD + list(command), user="root", demux=False)
+    result = container.exec_run(AS_IMD + list(command), user="root", environment=EXEC_ENV, demux=False)
     return result.exit_code, (result.output or b"").decode(errors="replace")
 
 

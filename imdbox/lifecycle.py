@@ -298,7 +298,9 @@ def shell(command: Sequence[str], tty: bool) -> int:
     cmd = list(command) or ["bash", "-c", "cd ~ && exec bash"]
     if tty:
         if running:
-            args = [docker_cli(), "exec", "-it", "-u", "root", "-w", names.HOME, names.CONTAINER] + engine.AS_IMD + cmd
+            # Root starts in / (never chdir into the volume); the shell cds home as imd.
+            env = [a for k, v in engine.EXEC_ENV.items() for a in ("-e", f"{k}={v}")]
+            args = [docker_cli(), "exec", "-it", "-u", "root", *env, names.CONTAINER] + engine.AS_IMD + cmd
         else:
             flags = engine.flags(client, "shell", cmd, interactive=True)
             args = [docker_cli(), "run", "--rm"] + flags.cli_args()

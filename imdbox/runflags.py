@@ -27,6 +27,20 @@ SHM_SIZE = 512 * 1024**2  # Chromium keeps its renderers' memory in /dev/shm
 STOP_TIMEOUT = 45  # seconds between SIGTERM and SIGKILL: the worker finishes cleanly
 LOG_MAX_SIZE = "10m"
 LOG_MAX_FILES = "3"
+# The root filesystem is read-only: outside the volume, only these are writable
+# (the entrypoint's iptables lock in /run; temp files of the worker, npm, Chromium
+# and builds in /tmp and /var/tmp, where tools also run what they unpack: `exec`,
+# which Docker's tmpfs leaves out by default). None keeps setuid or device files.
+TMPFS = {
+    "/tmp": "rw,exec,nosuid,nodev,size=1g,mode=1777",
+    "/var/tmp": "rw,exec,nosuid,nodev,size=256m,mode=1777",
+    "/run": "rw,nosuid,nodev,noexec,size=16m,mode=755",
+}
+# What every command box runs in a box gets as PATH: the image's own directories.
+# Root never looks in the volume; worker/as-imd gives `imd` its own PATH after the drop.
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# The entrypoint REJECTs each of these (the Mac's or the Linux host's own addresses).
+HOST_ADDRS_ENV = "IMD_BOX_HOST_ADDRS"
 
 
 def seccomp_path() -> Path:
@@ -35,6 +49,28 @@ def seccomp_path() -> Path:
         if candidate.is_file():
             return candidate
     raise FileNotFoundError("seccomp.json is missing from this installation of box")
+
+
+def host_lister_kwargs(image: str) -> dict:
+    """The one box that sees the host's network: it only lists the host's addresses
+    (imdbox/hostaddrs.py). Not the entrypoint (which would set a firewall there):
+    `ip` itself, as nobody, with no capabilities, nothing writable and no mount."""
+    return dict(
+        image=image,
+        entrypoint=["/usr/bin/ip", "-4", "-o", "addr", "show"],
+        command=[],
+        user="65534:65534",
+        network_mode="host",
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges:true"],
+        read_only=True,
+        pids_limit=16,
+        mem_limit=64 * 1024**2,
+        labels={names.LABEL: "1", f"{names.LABEL}.role": "host-addresses"},
+        remove=True,
+        stdout=True,
+        stderr=False,
+    )
 
 
 @dataclass(frozen=True)
@@ -55,12 +91,13 @@ class RunFlags:
     image: str = names.IMAGE
     command: Optional[Sequence[str]] = None
     name: Optional[str] = None
-    role: str = "worker"  # worker | setup | shell | status | check: a label, never a wall
+    role: str = "worker"  # what the box is for (worker, setup, shell, check, ...): a label, never a wall
     network: str = "bridge"
     volume: str = names.VOLUME
     environment: dict[str, str] = field(default_factory=dict)
     restart: bool = False  # only the long-running worker restarts with Docker
     interactive: bool = False
+    host_addresses: Sequence[str] = ()  # IPv4 addresses of the Mac and of Docker's host
 
     @property
     def cpus(self) -> float:
@@ -77,6 +114,13 @@ class RunFlags:
     def security_opts(self, seccomp: str) -> list[str]:
         return ["no-new-privileges:true", f"seccomp={seccomp}"]
 
+    @property
+    def env(self) -> dict[str, str]:
+        env = dict(self.environment)
+        if self.host_addresses:
+            env[HOST_ADDRS_ENV] = " ".join(self.host_addresses)
+        return env
+
     def sdk_kwargs(self) -> dict:
         """Keyword arguments for docker SDK `containers.create` / `containers.run`."""
         kwargs = dict(
@@ -92,10 +136,12 @@ class RunFlags:
             memswap_limit=self.memory,  # swap equal to memory: no swap on top
             pids_limit=PIDS_LIMIT,
             shm_size=SHM_SIZE,
+            read_only=True,
+            tmpfs=dict(TMPFS),
             # The volume is the only mount: no host path, no Docker socket.
             volumes={self.volume: {"bind": names.HOME, "mode": "rw"}},
             network=self.network,
-            environment=dict(self.environment),
+            environment=self.env,
             labels=self.labels,
             stop_signal="SIGTERM",
             log_config={"type": "json-file", "config": {"max-size": LOG_MAX_SIZE, "max-file": LOG_MAX_FILES}},
@@ -122,6 +168,8 @@ class RunFlags:
             "--memory-swap", str(self.memory),
             "--pids-limit", str(PIDS_LIMIT),
             "--shm-size", str(SHM_SIZE),
+            "--read-only",
+            *[a for path, opts in TMPFS.items() for a in ("--tmpfs", f"{path}:{opts}")],
             "--mount", f"type=volume,source={self.volume},target={names.HOME}",
             "--network", self.network,
             "--stop-signal", "SIGTERM",
@@ -131,7 +179,7 @@ class RunFlags:
         ]  # fmt: skip
         for key, value in sorted(self.labels.items()):
             args += ["--label", f"{key}={value}"]
-        for key, value in sorted(self.environment.items()):
+        for key, value in sorted(self.env.items()):
             args += ["--env", f"{key}={value}"]
         if self.name:
             args += ["--name", self.name]

@@ -10,6 +10,8 @@
 //    immediate EHOSTUNREACH/EACCES/EPERM/ENETUNREACH. A connection, or a reset
 //    from the far side (ECONNREFUSED: the packet got there), or silence is FAIL.
 //  - Secrets are never printed: only whether they could be read.
+//  - Nothing planted in the volume answers for the image: every tool runs by its
+//    path in the image (cfg.tools), and children get a PATH of image directories.
 import { spawn } from "node:child_process";
 import dgram from "node:dgram";
 import dns from "node:dns";
@@ -19,6 +21,9 @@ import os from "node:os";
 import path from "node:path";
 
 const cfg = JSON.parse(process.argv[1] || "{}");
+process.env.PATH = cfg.path || "/usr/sbin:/usr/bin:/sbin:/bin";
+/** A tool's path in the image; a name the config does not know cannot run (no PATH lookup). */
+const tool = (name) => (name.startsWith("/") ? name : (cfg.tools || {})[name] || `/nonexistent/${name}`);
 const HOME = cfg.home || os.homedir();
 const PORT = cfg.port || 80;
 const CONNECT_MS = cfg.connect_ms || 2000;
@@ -40,7 +45,7 @@ function run(cmd, args = [], { timeout = TOOL_MS, input = null, env = process.en
     let timedOut = false;
     let child;
     try {
-      child = spawn(cmd, args, { env, stdio: [input === null ? "ignore" : "pipe", "pipe", "pipe"] });
+      child = spawn(tool(cmd), args, { env, stdio: [input === null ? "ignore" : "pipe", "pipe", "pipe"] });
     } catch (e) {
       resolve({ code: null, out, err: String(e), missing: e.code === "ENOENT", spawnError: e.code || String(e) });
       return;
@@ -160,39 +165,24 @@ async function capabilities() {
 }
 
 async function noNewPrivs() {
-  const nnp = statusFields().NoNewPrivs;
-  // su is setuid root: without no_new_privs it runs as euid 0 and waits for a password.
-  const su = "/usr/bin/su";
-  if (!fs.existsSync(su)) return { ok: false, detail: `NoNewPrivs ${nnp}; ${su} is missing: cannot show setuid giving nothing` };
-  let child;
+  // The flag itself, for this process and for PID 1 (everything after the drop
+  // descends from it), and nothing it would have to stop: no setuid or setgid
+  // file anywhere imd can reach in the image.
+  const mine = statusFields().NoNewPrivs;
+  let first;
   try {
-    child = spawn(su, ["root", "-c", "true"], { stdio: ["pipe", "ignore", "pipe"] });
+    first = statusFields(1).NoNewPrivs;
   } catch (e) {
-    return { ok: false, detail: `NoNewPrivs ${nnp}; su could not run: ${e.code || e}` };
+    first = `unreadable (${e.code || e})`;
   }
-  child.on("error", () => {});
-  let status = null;
-  for (let i = 0; i < 40 && child.exitCode === null; i++) {
-    await sleep(25);
-    try {
-      const s = statusFields(child.pid);
-      if (s.Name === "su") status = s;
-      if (status && i >= 4) break;
-    } catch {
-      break;
-    }
-  }
-  child.kill("SIGKILL");
-  if (!status) return { ok: false, detail: `NoNewPrivs ${nnp}; could not observe setuid su` };
-  const euid = status.Uid.split(/\s+/)[1];
-  const mine = String(process.geteuid());
-  const myCaps = statusFields().CapEff;
-  const gained = euid !== mine || status.CapEff !== myCaps;
-  const ok = nnp === "1" && !gained;
-  return {
-    ok,
-    detail: `NoNewPrivs ${nnp}; setuid-root su ran as euid ${euid}, CapEff ${status.CapEff} (${gained ? "GAINED" : "no gain"})`,
-  };
+  const r = await run("find", ["/", "-xdev", "-perm", "/6000", "-type", "f"], { timeout: TOOL_MS });
+  const why = unusable("find", r);
+  const flags = `NoNewPrivs ${mine} (PID 1: ${first})`;
+  if (why) return { ok: false, detail: `${flags}; ${why}` };
+  const found = r.out.split("\n").filter(Boolean);
+  const ok = mine === "1" && first === "1" && found.length === 0;
+  const files = found.length ? `setuid/setgid files: ${short(found.join(" "), 120)}` : "no setuid or setgid file in the image";
+  return { ok, detail: `${flags}; ${files}` };
 }
 
 async function seccomp() {
@@ -220,7 +210,7 @@ function mountinfo() {
       const f = pre.split(" ");
       const g = post.split(" ");
       const unesc = (s) => s.replace(/\\(\d{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8)));
-      return { root: unesc(f[3]), point: unesc(f[4]), fstype: g[0], source: g[1] };
+      return { root: unesc(f[3]), point: unesc(f[4]), options: f[5], fstype: g[0], source: g[1] };
     });
 }
 
@@ -269,22 +259,23 @@ const argvOf = (prefix, args) => {
 
 async function iptablesAttempts(prefix = []) {
   // prefix: a jail to run the attempts in (e.g. ["unshare", "-U", "-r", "--"]).
-  const tool = prefix.length ? prefix[0] : null;
+  const jail = prefix.length ? path.basename(prefix[0]) : null;
   const attempt = async (label, args) => {
     const argv = [...prefix, ...args];
     const r = await run(argv[0], argv.slice(1));
-    const why = unusable(tool || args[0], r);
+    const why = unusable(jail || path.basename(args[0]), r);
     if (why) return { label, ran: false, why };
     return { label, ran: true, allowed: r.code === 0, msg: short(r.err || r.out, 90) };
   };
   // Changing and flushing are tried on a chain of the check's own: the same permission as
   // touching OUTPUT, but if the wall is down the probe does not open it for the other probes.
   const chain = `IMD-BOX-CHECK-${process.pid}`;
-  const list = await attempt("list", ["iptables", "-w", "-S"]);
-  const list6 = await attempt("list v6", ["ip6tables", "-w", "-S"]);
-  const change = await attempt("add a chain", ["iptables", "-w", "-N", chain]);
-  const flush = await attempt("flush", ["iptables", "-w", "-F", chain]);
-  if (change.ran && change.allowed) await run(...argvOf(prefix, ["iptables", "-w", "-X", chain]));
+  const ipt = tool("iptables");
+  const list = await attempt("list", [ipt, "-w", "-S"]);
+  const list6 = await attempt("list v6", [tool("ip6tables"), "-w", "-S"]);
+  const change = await attempt("add a chain", [ipt, "-w", "-N", chain]);
+  const flush = await attempt("flush", [ipt, "-w", "-F", chain]);
+  if (change.ran && change.allowed) await run(...argvOf(prefix, [ipt, "-w", "-X", chain]));
   return [list, list6, change, flush];
 }
 
@@ -371,10 +362,27 @@ async function metadata() {
   return refusedAll("metadata", ipList("metadata"));
 }
 
+/** The directed broadcast address of every IPv4 subnet the box is on. */
+function ownBroadcasts() {
+  const toInt = (a) => a.split(".").reduce((n, o) => n * 256 + Number(o), 0);
+  const toIp = (n) => [24, 16, 8, 0].map((b) => Math.floor(n / 2 ** b) % 256).join(".");
+  const out = new Set();
+  for (const addrs of Object.values(os.networkInterfaces())) {
+    for (const a of addrs || []) {
+      if (a.family !== "IPv4" || a.internal) continue;
+      const host = 2 ** 32 - 1 - toInt(a.netmask);
+      if (host > 0) out.add(toIp(toInt(a.address) - (toInt(a.address) % (host + 1)) + host));
+    }
+  }
+  return [...out];
+}
+
 async function multicast() {
+  const targets = [...cfg.targets.multicast, ...ownBroadcasts().map((a) => [a, 9])];
   return refusedAll(
     "multicast",
-    cfg.targets.multicast.map(([a, port]) => [`udp ${a}:${port}`, udp(a, port, { broadcast: a.endsWith(".255") })]),
+    // SO_BROADCAST on every socket: a refusal must be the firewall's, not the socket's.
+    targets.map(([a, port]) => [`udp ${a}:${port}`, udp(a, port, { broadcast: true })]),
   );
 }
 
@@ -509,7 +517,7 @@ async function readJail() {
     const r = await run("bwrap", [
       "--new-session", "--die-with-parent", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
       "--unshare-cgroup-try", "--ro-bind", "/", "/", "--tmpfs", HOME, "--dev", "/dev",
-      "--", "/bin/sh", "-c", script, "jail", ...paths, ...viaProc,
+      "--", tool("sh"), "-c", script, "jail", ...paths, ...viaProc,
     ]); // prettier-ignore
     const why = unusable("bwrap", r);
     if (why) return { ok: false, detail: why };
@@ -532,14 +540,14 @@ s.on("error",(e)=>{console.log((${JSON.stringify([...REFUSALS])}.includes(e.code
 
 async function jailedRoot() {
   const jails = [
-    ["unshare -U -r", ["unshare", "-U", "-r", "--"]],
-    ["bwrap --uid 0", ["bwrap", "--unshare-user", "--uid", "0", "--gid", "0", "--cap-add", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--"]],
+    ["unshare -U -r", [tool("unshare"), "-U", "-r", "--"]],
+    ["bwrap --uid 0", [tool("bwrap"), "--unshare-user", "--uid", "0", "--gid", "0", "--cap-add", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--"]],
   ];
   const parts = [];
   let ok = true;
   for (const [name, prefix] of jails) {
-    const who = await run(prefix[0], [...prefix.slice(1), "/bin/sh", "-c", 'id -u; grep CapEff /proc/self/status']);
-    const why = unusable(prefix[0], who);
+    const who = await run(prefix[0], [...prefix.slice(1), tool("sh"), "-c", "id -u; grep CapEff /proc/self/status"]);
+    const why = unusable(path.basename(prefix[0]), who);
     if (why || who.code !== 0 || !/^0\n/.test(who.out)) {
       ok = false;
       parts.push(`${name}: could not become root in a user namespace (${why || short(who.err, 80)})`);
@@ -630,6 +638,33 @@ async function secrets() {
   return { ok: true, detail: `${checked.join(", ")}: owned by imd, nobody else may read` };
 }
 
+async function readOnly() {
+  // As imd, a write to image paths must fail because the filesystem is read-only
+  // (EROFS), not only because imd lacks permission (EACCES): then root cannot either.
+  const tries = ["/usr/local/bin", "/etc"].map((dir) => {
+    const file = path.join(dir, `.imd-box-check-${process.pid}`);
+    try {
+      fs.writeFileSync(file, "x");
+      fs.unlinkSync(file);
+      return [dir, "WRITTEN"];
+    } catch (e) {
+      return [dir, e.code || String(e)];
+    }
+  });
+  const root = mountinfo().find((m) => m.point === "/");
+  const bad = tries.filter(([, code]) => code !== "EROFS");
+  const seen = tries.map(([dir, code]) => `${dir}: ${code}`).join(", ");
+  const rootMount = `/ mounted ${root && root.options.split(",").includes("ro") ? "ro" : "RW"}`;
+  return { ok: bad.length === 0, detail: `write as imd: ${seen}; ${rootMount}` };
+}
+
+async function hostAddrs() {
+  const addrs = cfg.host_addresses || [];
+  if (!addrs.length) return { ok: false, detail: "box found no address of the host to probe" };
+  const r = await refusedAll("host addresses", addrs.map((a) => [`${a}:${PORT}`, tcp(a)]));
+  return { ok: r.ok, detail: `${addrs.length} host address(es): ${r.detail}` };
+}
+
 async function image() {
   const want = cfg.expect;
   const bad = [];
@@ -644,13 +679,13 @@ async function image() {
     ["socat", ["-V"], /socat version (\S+)/, null],
   ];
   await Promise.all(
-    tools.map(async ([tool, args, re, pin]) => {
-      const r = await run(tool, args);
-      const why = unusable(tool, r);
+    tools.map(async ([name, args, re, pin]) => {
+      const r = await run(name, args);
+      const why = unusable(name, r);
       const m = (r.out + r.err).match(re);
-      if (why || !m) bad.push(why || `${tool}: no version (exit ${r.code})`);
-      else if (pin && m[1] !== pin) bad.push(`${tool} ${m[1]} (want ${pin})`);
-      else seen.push(`${tool} ${m[1]}`);
+      if (why || !m) bad.push(why || `${name}: no version (exit ${r.code})`);
+      else if (pin && m[1] !== pin) bad.push(`${name} ${m[1]} (want ${pin})`);
+      else seen.push(`${name} ${m[1]}`);
     }),
   );
   return bad.length ? { ok: false, detail: bad.join("; ") } : { ok: true, detail: seen.join(", ") };
@@ -661,7 +696,7 @@ async function image() {
 const CHECKS = {
   user, capabilities, no_new_privs: noNewPrivs, seccomp, mounts, firewall, mac, lan, tailscale, metadata,
   multicast, ipv6, dns: dnsWall, internet, browser, read_jail: readJail, jailed_root: jailedRoot, resources,
-  secrets, image,
+  secrets, image, read_only: readOnly, host_addrs: hostAddrs,
 }; // prettier-ignore
 
 async function guarded(id, fn) {

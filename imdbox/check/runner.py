@@ -24,7 +24,7 @@ from typing import Callable, Optional
 from urllib.parse import urlsplit
 
 from .. import names
-from ..runflags import PIDS_LIMIT, EngineLimits, RunFlags
+from ..runflags import PIDS_LIMIT, SYSTEM_PATH, EngineLimits, RunFlags
 from .walls import WALLS
 
 PROBE_JS = Path(__file__).with_name("probe.mjs")
@@ -34,6 +34,22 @@ BROWSER_CHECK = "/usr/local/lib/imd-box/browser/check.mjs"
 # The IMD control plane's health URL (the worker's DEFAULT_SERVER, api.imd.fun).
 DEFAULT_INTERNET_URL = "https://api.imd.fun/health"
 PACKAGE_JSON = names.REPO_ROOT / "image" / "package.json"
+# The probe runs in the worker's own volume, where anything may be planted in
+# ~/.npm-global/bin: it is started by path, runs every tool by its path in the
+# image, and gives its children a PATH of image directories only.
+NODE = "/usr/local/bin/node"
+TOOLS = {
+    "iptables": "/usr/sbin/iptables",
+    "ip6tables": "/usr/sbin/ip6tables",
+    "bwrap": "/usr/bin/bwrap",
+    "unshare": "/usr/bin/unshare",
+    "setarch": "/usr/bin/setarch",
+    "git": "/usr/bin/git",
+    "forge": "/usr/local/bin/forge",
+    "socat": "/usr/bin/socat",
+    "find": "/usr/bin/find",
+    "sh": "/bin/sh",
+}
 
 
 @dataclass(frozen=True)
@@ -103,6 +119,9 @@ def probe_config(flags: RunFlags, internet_url: str, targets: Targets, only: Seq
     dns_name = t.pop("dns_name") or urlsplit(internet_url).hostname or ""
     return {
         "home": names.HOME,
+        "path": SYSTEM_PATH,
+        "tools": dict(TOOLS),
+        "host_addresses": list(flags.host_addresses),
         "port": 80,
         "internet_url": internet_url,
         "dns_name": dns_name,
@@ -121,7 +140,7 @@ def probe_config(flags: RunFlags, internet_url: str, targets: Targets, only: Seq
 
 
 def probe_command(config: dict) -> list[str]:
-    return ["node", "--input-type=module", "-e", PROBE_JS.read_text(), json.dumps(config)]
+    return [NODE, "--input-type=module", "-e", PROBE_JS.read_text(), json.dumps(config)]
 
 
 def _fail_all(reason: str) -> list[Result]:
@@ -191,6 +210,8 @@ def run_check(
     import requests.exceptions
 
     started = time.monotonic()
+    from .. import hostaddrs
+
     flags = RunFlags(
         limits=limits or EngineLimits.from_info(client.info()),
         image=image,
@@ -198,6 +219,7 @@ def run_check(
         role="check",
         network=networks[0],
         volume=volume,
+        host_addresses=hostaddrs.collect(client, image),
     )
     config = probe_config(flags, internet_url, targets, only)
     flags = dataclasses.replace(flags, command=probe_command(config))

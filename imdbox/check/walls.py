@@ -17,7 +17,7 @@ class Wall(NamedTuple):
 WALLS: list[Wall] = [
     Wall(1, "user", "user: the worker is imd, not root"),
     Wall(2, "capabilities", "capabilities: all five sets empty"),
-    Wall(3, "no_new_privs", "no_new_privs: setuid gives nothing"),
+    Wall(3, "no_new_privs", "no_new_privs: on, and no setuid file to use"),
     Wall(4, "seccomp", "seccomp: filter mode on"),
     Wall(5, "mounts", "the Mac's files: nothing mounted from the host"),
     Wall(6, "firewall", "firewall: there, and imd cannot read or change it"),
@@ -25,7 +25,7 @@ WALLS: list[Wall] = [
     Wall(8, "lan", "your router / home network: private ranges refused"),
     Wall(9, "tailscale", "Tailscale: 100.64.0.0/10 refused"),
     Wall(10, "metadata", "cloud metadata: 169.254.169.254, 169.254.170.2 refused"),
-    Wall(11, "multicast", "multicast / broadcast (mDNS, SSDP) refused"),
+    Wall(11, "multicast", "multicast / broadcast (mDNS, SSDP, own subnets) refused"),
     Wall(12, "ipv6", "IPv6: every destination refused"),
     Wall(13, "dns", "DNS: the box's resolver only"),
     Wall(14, "internet", "the internet: reachable"),
@@ -35,6 +35,8 @@ WALLS: list[Wall] = [
     Wall(18, "resources", "resource caps: CPUs, memory, pids"),
     Wall(19, "secrets", "the worker's secrets are private"),
     Wall(20, "image", "the image: pinned tools present"),
+    Wall(21, "read_only", "the image is read-only: nobody can change it"),
+    Wall(22, "host_addrs", "the Mac by any of its addresses: refused"),
 ]
 
 BY_ID = {w.id: w for w in WALLS}

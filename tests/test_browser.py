@@ -273,14 +273,21 @@ def test_check_fails_when_the_snapshot_lacks_the_text(walled):
     assert "does not hold the page's text" in result["detail"], result
 
 
-def test_check_fails_when_the_browser_cannot_start(walled):
-    # As root (the test, not the product): the launcher is broken.
-    code, out = run(walled, ["bash", "-c", f"printf '#!/bin/sh\\nexit 3\\n' > {browser.LAUNCHER}"], user="root")
-    assert code == 0, out
-    code, result, elapsed, out = run_check(walled)
-    assert code != 0 and not result.ok, out
-    assert "exited (code 3)" in result.detail, result
-    assert elapsed <= browser.CHECK_SECONDS
+def test_check_fails_when_the_browser_cannot_start(docker_client, box_image, topology, test_volume):
+    # As root (the test, not the product) in a box whose root is writable: the launcher is broken.
+    writable = start_walled(
+        docker_client, box_image, topology, volume=test_volume, mutate=lambda kw: kw.update(read_only=False)
+    )
+    try:
+        broken = f"printf '#!/bin/sh\\nexit 3\\n' > {browser.LAUNCHER}"
+        code, out = run(writable, ["bash", "-c", broken], user="root")
+        assert code == 0, out
+        code, result, elapsed, out = run_check(writable)
+        assert code != 0 and not result.ok, out
+        assert "exited (code 3)" in result.detail, result
+        assert elapsed <= browser.CHECK_SECONDS
+    finally:
+        writable.remove(force=True)
 
 
 # ------------------------------------------------------------------ the sandbox

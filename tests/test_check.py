@@ -3,13 +3,15 @@ turns FAIL when (and only when) the test breaks its wall in a throwaway box.
 
 Every box here runs on the harness's --internal networks and aims only at the
 harness's own listeners (tests/harness/topology.py). Walls are broken by the
-test — a flag mutated, a rule deleted as root after the firewall, a file put into
-the box before it starts — never by a product switch.
+test — a flag mutated, a rule deleted as root after the firewall, a file changed
+in a copy of the image (the box's root is read-only) — never by a product switch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
+import json
 import os
 import socket
 import tarfile
@@ -23,6 +25,7 @@ import pytest
 from imdbox import names
 from imdbox.check.runner import Report, run_check
 from imdbox.check.walls import WALLS
+from imdbox.runflags import HOST_ADDRS_ENV
 from tests.harness import topology as topology_mod
 
 pytestmark = pytest.mark.usefixtures("box_image")
@@ -34,6 +37,7 @@ AS_IMD = "/usr/local/lib/imd-box/worker/as-imd"
 BROWSER_DIR = "/usr/local/lib/imd-box/browser"
 REJECT = "-j REJECT --reject-with icmp-admin-prohibited"
 ALL = {w.id for w in WALLS}
+CMD = ["/usr/local/lib/imd-box/worker/run.sh"]  # the image's own CMD, kept in a patched copy
 
 # The harness's listeners (tests/harness/topology.py); nothing else is ever aimed at.
 TEST_TARGETS = topology_mod.check_targets()
@@ -63,18 +67,19 @@ def has_browser(docker_client, box_image):
 
 @pytest.fixture(scope="module")
 def check(docker_client, box_image, topology, home_volume):
-    def go(volume: Optional[str] = None, **kw) -> Report:
-        return run_check(
-            docker_client,
-            image=box_image,
-            volume=volume or home_volume,
-            networks=topology.network_names,
-            extra_hosts=topology.extra_hosts,
-            internet_url=topology.url("internet"),
-            targets=kw.pop("targets", TEST_TARGETS),
-            name_prefix="imdt-check-",
-            **kw,
-        )
+    def go(volume: Optional[str] = None, patch: Optional[dict] = None, **kw) -> Report:
+        with patched_image(docker_client, box_image, patch or {}) as image:
+            return run_check(
+                docker_client,
+                image=image,
+                volume=volume or home_volume,
+                networks=topology.network_names,
+                extra_hosts=topology.extra_hosts,
+                internet_url=topology.url("internet"),
+                targets=kw.pop("targets", TEST_TARGETS),
+                name_prefix="imdt-check-",
+                **kw,
+            )
 
     return go
 
@@ -102,11 +107,12 @@ def expect_failed(report: Report, expected: set, has_browser: bool, browser_fail
 # ---------------------------------------------------------------- helpers that break one wall
 
 
-def put_files(container, files: dict[str, bytes], mode: int = 0o755) -> None:
-    """Put files into a created (not yet started) box, as root."""
+def put_files(container, files: dict) -> None:
+    """Put files (path: bytes, or path: (bytes, mode); 0755 by default) into a created container."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for path, data in files.items():
+            data, mode = data if isinstance(data, tuple) else (data, 0o755)
             info = tarfile.TarInfo(path.lstrip("/"))
             info.size = len(data)
             info.mode = mode
@@ -115,35 +121,46 @@ def put_files(container, files: dict[str, bytes], mode: int = 0o755) -> None:
     assert container.put_archive("/", buf.getvalue())
 
 
-def after_firewall(script: str):
-    """A before_start hook: the real firewall runs, then `script` runs as root, then the real entrypoint
-    drops to imd and the probe starts. (The entrypoint calls the firewall by this path.)"""
+@contextlib.contextmanager
+def patched_image(client, image: str, files: dict):
+    """The box image with these files changed: a copy (create, put, commit), since a box's
+    root is read-only. Removed afterwards. No files: the image itself."""
+    if not files:
+        yield image
+        return
+    tag = uuid.uuid4().hex[:8]
+    staging = client.containers.create(image, command=["true"], labels={"imd-test": "1"})
+    try:
+        put_files(staging, files)
+        staging.commit(repository="imdt-patched", tag=tag, changes=[f"CMD {json.dumps(CMD)}"])
+    finally:
+        staging.remove(force=True)
+    try:
+        yield f"imdt-patched:{tag}"
+    finally:
+        client.images.remove(f"imdt-patched:{tag}", force=True)
+
+
+def after_firewall(script: str) -> dict:
+    """The real firewall runs, then `script` runs as root, then the real entrypoint drops
+    to imd and the probe starts. (The entrypoint calls the firewall by this path.)"""
     real = (ROOT / "firewall" / "init-firewall.sh").read_bytes()
     wrapper = f"#!/bin/bash\nset -euo pipefail\n{FIREWALL}.real\n{script}\n".encode()
-
-    def hook(container):
-        put_files(container, {FIREWALL + ".real": real, FIREWALL: wrapper})
-
-    return hook
+    return {FIREWALL + ".real": real, FIREWALL: wrapper}
 
 
-def script_with(repo_path: str, box_path: str, old: str, new: str):
-    """A before_start hook: one of the image's real scripts with one change."""
+def script_with(repo_path: str, box_path: str, old: str, new: str) -> dict:
+    """One of the image's real scripts with one change."""
     text = (ROOT / repo_path).read_text()
     assert old in text, f"{repo_path} no longer has {old!r}"
-    changed = text.replace(old, new).encode()
-
-    def hook(container):
-        put_files(container, {box_path: changed})
-
-    return hook
+    return {box_path: text.replace(old, new).encode()}
 
 
-def entrypoint_with(old: str, new: str):
+def entrypoint_with(old: str, new: str) -> dict:
     return script_with("entrypoint.sh", ENTRYPOINT, old, new)
 
 
-def drop_with(old: str, new: str):
+def drop_with(old: str, new: str) -> dict:
     """The privilege drop (worker/as-imd, which the entrypoint execs) with one change."""
     return script_with("worker/as-imd", AS_IMD, old, new)
 
@@ -161,14 +178,14 @@ def test_healthy_box_every_line_ok_in_under_10s(healthy, has_browser):
         assert "missing from the image" in healthy.by_id("browser").detail
     else:
         assert failed == set(), show(healthy)
-    assert [r.number for r in healthy.results] == list(range(1, 21))
+    assert [r.number for r in healthy.results] == list(range(1, 23))
     assert healthy.seconds <= 10, f"took {healthy.seconds:.1f} s"
 
 
 HEALTHY_EVIDENCE = {
     "user": ["uid 1000 (imd)"],
     "capabilities": ["all 0"],
-    "no_new_privs": ["NoNewPrivs 1", "euid 1000", "CapEff 0000000000000000 (no gain)"],
+    "no_new_privs": ["NoNewPrivs 1 (PID 1: 1)", "no setuid or setgid file in the image"],
     "seccomp": ["Seccomp 2", "refused"],
     "mounts": ["volume at /home/imd", "no Docker socket"],
     "firewall": ["set and read back: IPv4", "IPv6 8 rules", "Permission denied"],
@@ -176,7 +193,7 @@ HEALTHY_EVIDENCE = {
     "lan": ["192.168.77.10:80 EHOSTUNREACH", "10.77.0.10:80 EHOSTUNREACH"],
     "tailscale": ["100.100.100.100:80 EHOSTUNREACH"],
     "metadata": ["169.254.169.254:80 EHOSTUNREACH", "169.254.170.2:80 EHOSTUNREACH"],
-    "multicast": ["udp 224.0.0.251:5353 EPERM", "udp 255.255.255.255:9 EPERM"],
+    "multicast": ["udp 224.0.0.251:5353 EPERM", "udp 255.255.255.255:9 EPERM", "udp 198.51.100.255:9 EPERM"],
     "ipv6": ["v6 addresses here", "[fd00:1d:1::200]:80 EACCES"],
     "dns": [
         "imdt-listener-internet -> 198.51.100.10",
@@ -193,6 +210,8 @@ HEALTHY_EVIDENCE = {
     "resources": ["memory 6.0 GiB", "pids 2048"],
     "secrets": ["~: owned by imd"],
     "image": ["node 24.", "forge 1.7.1", "git ", "bwrap ", "socat "],
+    "read_only": ["/usr/local/bin: EROFS", "/etc: EROFS", "/ mounted ro"],
+    "host_addrs": ["198.51.100.1:80 EHOSTUNREACH", "198.51.100.129:80 EHOSTUNREACH"],
 }
 
 
@@ -209,9 +228,7 @@ def test_healthy_line_shows_its_evidence(healthy, wall):
 
 def test_1_user_root_in_the_box(check, has_browser):
     # The real entrypoint, but it stays uid 0 (every capability still dropped).
-    report = check(
-        before_start=drop_with("--reuid=imd --regid=imd --init-groups", "--reuid=0 --regid=0 --clear-groups")
-    )
+    report = check(patch=drop_with("--reuid=imd --regid=imd --init-groups", "--reuid=0 --regid=0 --clear-groups"))
     # Root without capabilities cannot enter imd's 700 home to set up the read jail's test (16),
     # nor map uid 0 into a user namespace without CAP_SETFCAP (17); Chromium's sandbox fails too.
     expect_failed(report, {"user", "read_jail", "jailed_root"}, has_browser, browser_fails=True)
@@ -221,21 +238,25 @@ def test_1_user_root_in_the_box(check, has_browser):
 
 
 def test_2_capabilities_bounding_set_kept(check, has_browser):
-    report = check(before_start=drop_with(DROP, "--inh-caps=-all --ambient-caps=-all --no-new-privs"))
+    report = check(patch=drop_with(DROP, "--inh-caps=-all --ambient-caps=-all --no-new-privs"))
     expect_failed(report, {"capabilities"}, has_browser)
     assert "CapBnd=" in report.by_id("capabilities").detail
 
 
-def test_3_no_new_privs_off_setuid_gains_root(check, has_browser):
+def test_3_no_new_privs_off(check, has_browser):
     def no_nnp(kw):
         kw["security_opt"] = [o for o in kw["security_opt"] if not o.startswith("no-new-privileges")]
 
-    report = check(
-        mutate=no_nnp, before_start=drop_with(DROP, "--inh-caps=-all --ambient-caps=-all --bounding-set=-all")
-    )
+    report = check(mutate=no_nnp, patch=drop_with(DROP, "--inh-caps=-all --ambient-caps=-all --bounding-set=-all"))
     expect_failed(report, {"no_new_privs"}, has_browser)
-    assert "NoNewPrivs 0" in report.by_id("no_new_privs").detail
-    assert "GAINED" in report.by_id("no_new_privs").detail
+    assert "NoNewPrivs 0 (PID 1: 0)" in report.by_id("no_new_privs").detail
+
+
+def test_3_a_setuid_file_in_the_image(check, has_browser):
+    # A copy of the image where one file keeps a setuid bit: no_new_privs would be all that stops it.
+    report = check(patch={"/usr/local/bin/imdt-setuid": (b"#!/bin/sh\n", 0o4755)})
+    expect_failed(report, {"no_new_privs"}, has_browser)
+    assert "setuid/setgid files: /usr/local/bin/imdt-setuid" in report.by_id("no_new_privs").detail
 
 
 def test_4_seccomp_unconfined(check, has_browser):
@@ -273,7 +294,7 @@ def test_5_host_folder_and_docker_socket_mounted(check, has_browser, tmp_path):
 
 def test_6_worker_keeps_net_admin_and_reads_the_rules(check, has_browser):
     keep = "--inh-caps=-all,+net_admin --ambient-caps=-all,+net_admin --bounding-set=-all,+net_admin --no-new-privs"
-    report = check(before_start=drop_with(DROP, keep))
+    report = check(patch=drop_with(DROP, keep))
     # bubblewrap refuses to run for a caller holding capabilities: no read jail (16) and no
     # jailed root through bwrap (17) to prove anything with.
     expect_failed(report, {"capabilities", "firewall", "read_jail", "jailed_root"}, has_browser)
@@ -282,26 +303,27 @@ def test_6_worker_keeps_net_admin_and_reads_the_rules(check, has_browser):
 
 
 def test_6_no_firewall_at_all(check, has_browser):
-    report = check(before_start=entrypoint_with("/usr/local/lib/imd-box/firewall/init-firewall.sh ||", "true ||"))
-    network = {"mac", "lan", "tailscale", "metadata", "multicast", "ipv6", "dns", "jailed_root"}
+    report = check(patch=entrypoint_with("/usr/local/lib/imd-box/firewall/init-firewall.sh ||", "true ||"))
+    network = {"mac", "lan", "tailscale", "metadata", "multicast", "ipv6", "dns", "jailed_root", "host_addrs"}
     expect_failed(report, {"firewall"} | network, has_browser)
     assert "no verified firewall" in report.by_id("firewall").detail
 
 
 def test_7_the_mac_rules_deleted(check, has_browser):
     report = check(
-        before_start=after_firewall(
+        patch=after_firewall(
             f"iptables -D OUTPUT -d 198.51.100.200/32 {REJECT}\niptables -D OUTPUT -d 198.51.100.129/32 {REJECT}"
         )
     )
-    expect_failed(report, {"mac"}, has_browser)
+    # The gateway is also one of the host's own addresses: line 22 sees it open too.
+    expect_failed(report, {"mac", "host_addrs"}, has_browser)
     detail = report.by_id("mac").detail
     assert "198.51.100.200:80: REACHED" in detail and "gateway 198.51.100.129:80: REACHED" in detail
 
 
 def test_8_private_ranges_open(check, has_browser):
     report = check(
-        before_start=after_firewall(
+        patch=after_firewall(
             f"iptables -D OUTPUT -d 10.0.0.0/8 {REJECT}\niptables -D OUTPUT -d 192.168.0.0/16 {REJECT}"
         )
     )
@@ -311,14 +333,14 @@ def test_8_private_ranges_open(check, has_browser):
 
 
 def test_9_tailscale_open(check, has_browser):
-    report = check(before_start=after_firewall(f"iptables -D OUTPUT -d 100.64.0.0/10 {REJECT}"))
+    report = check(patch=after_firewall(f"iptables -D OUTPUT -d 100.64.0.0/10 {REJECT}"))
     expect_failed(report, {"tailscale"}, has_browser)
     assert "100.100.100.100:80: REACHED" in report.by_id("tailscale").detail
 
 
 def test_10_metadata_open(check, has_browser):
     # Root in a user namespace aims at the metadata service too: line 17 says so as well.
-    report = check(before_start=after_firewall(f"iptables -D OUTPUT -d 169.254.0.0/16 {REJECT}"))
+    report = check(patch=after_firewall(f"iptables -D OUTPUT -d 169.254.0.0/16 {REJECT}"))
     expect_failed(report, {"metadata", "jailed_root"}, has_browser)
     assert "169.254.169.254:80: REACHED" in report.by_id("metadata").detail
     assert "169.254.170.2:80: REACHED" in report.by_id("metadata").detail
@@ -327,8 +349,9 @@ def test_10_metadata_open(check, has_browser):
 
 def test_11_multicast_and_broadcast_open(check, has_browser):
     report = check(
-        before_start=after_firewall(
-            f"iptables -D OUTPUT -d 224.0.0.0/4 {REJECT}\niptables -D OUTPUT -d 240.0.0.0/4 {REJECT}"
+        patch=after_firewall(
+            f"iptables -D OUTPUT -d 224.0.0.0/4 {REJECT}\niptables -D OUTPUT -d 240.0.0.0/4 {REJECT}\n"
+            + "".join(f"iptables -D OUTPUT -m addrtype --dst-type {t} {REJECT}\n" for t in ("BROADCAST", "MULTICAST"))
         )
     )
     expect_failed(report, {"multicast"}, has_browser)
@@ -336,15 +359,25 @@ def test_11_multicast_and_broadcast_open(check, has_browser):
     assert "udp 224.0.0.251:5353: SENT" in detail and "udp 255.255.255.255:9: SENT" in detail
 
 
+def test_11_directed_broadcast_by_address_type(check, has_browser):
+    # Only the address-type rule goes: the ranges still cover 255.255.255.255 and the private
+    # subnets' broadcasts, but not the broadcast of a public subnet the box is on.
+    report = check(patch=after_firewall(f"iptables -D OUTPUT -m addrtype --dst-type BROADCAST {REJECT}"))
+    expect_failed(report, {"multicast"}, has_browser)
+    detail = report.by_id("multicast").detail
+    assert "udp 198.51.100.255:9: SENT" in detail and "udp 198.51.100.127:9: SENT" in detail
+    assert "10.77.0.255" not in detail and "255.255.255.255" not in detail  # still refused: not listed
+
+
 def test_12_ipv6_open(check, has_browser):
-    report = check(before_start=after_firewall("ip6tables -F\nip6tables -P INPUT ACCEPT\nip6tables -P OUTPUT ACCEPT"))
+    report = check(patch=after_firewall("ip6tables -F\nip6tables -P INPUT ACCEPT\nip6tables -P OUTPUT ACCEPT"))
     expect_failed(report, {"ipv6"}, has_browser)
     assert "[fd00:1d:1::200]:80: REACHED" in report.by_id("ipv6").detail
 
 
 def test_13_other_dns_server_open(check, has_browser):
     report = check(
-        before_start=after_firewall(
+        patch=after_firewall(
             f"iptables -D OUTPUT -p udp -m udp --dport 53 {REJECT}\niptables -D OUTPUT -p tcp -m tcp --dport 53 {REJECT}"
         )
     )
@@ -354,7 +387,7 @@ def test_13_other_dns_server_open(check, has_browser):
 
 
 def test_14_internet_cut(check, has_browser):
-    report = check(before_start=after_firewall(f"iptables -I OUTPUT 1 -d 198.51.100.10/32 {REJECT}"))
+    report = check(patch=after_firewall(f"iptables -I OUTPUT 1 -d 198.51.100.10/32 {REJECT}"))
     expect_failed(report, {"internet"}, has_browser)
     assert "failed" in report.by_id("internet").detail
 
@@ -371,7 +404,7 @@ def test_15_browser_check_missing_from_the_image(check, has_browser):
 
 def test_15_browser_check_says_not_ok(check, has_browser):
     fake = b'console.log(JSON.stringify({ok: false, detail: "imdt: the page did not load"}));\n'
-    report = check(before_start=lambda c: put_files(c, {f"{BROWSER_DIR}/check.mjs": fake}, mode=0o644))
+    report = check(patch={f"{BROWSER_DIR}/check.mjs": (fake, 0o644)})
     assert set(report.failed()) == {"browser"}, show(report)
     assert report.by_id("browser").detail == "imdt: the page did not load"
 
@@ -417,37 +450,113 @@ def test_19_device_key_readable_by_others(check, has_browser, test_volume):
         "'install -d -m 700 /home/imd/.identitymd && echo {} > /home/imd/.identitymd/config.json "
         "&& chmod 644 /home/imd/.identitymd/config.json'"
     )
-    report = check(volume=test_volume, before_start=after_firewall(seed))
+    report = check(volume=test_volume, patch=after_firewall(seed))
     expect_failed(report, {"secrets"}, has_browser)
     assert "/home/imd/.identitymd/config.json mode 644" in report.by_id("secrets").detail
 
 
 def test_20_foundry_not_the_pinned_version(check, has_browser):
     fake = b"#!/bin/sh\necho 'forge Version: 0.0.1-imdt'\n"
-    report = check(before_start=lambda c: put_files(c, {"/usr/local/bin/forge": fake}))
+    report = check(patch={"/usr/local/bin/forge": fake})
     expect_failed(report, {"image"}, has_browser)
     assert "forge 0.0.1-imdt (want 1.7.1)" in report.by_id("image").detail
+
+
+def test_21_a_writable_root(check, has_browser):
+    report = check(mutate=lambda kw: kw.update(read_only=False))
+    expect_failed(report, {"read_only"}, has_browser)
+    detail = report.by_id("read_only").detail
+    assert "/usr/local/bin: EACCES" in detail and "/ mounted RW" in detail  # only permissions stopped imd
+
+
+def test_22_the_host_addresses_not_given_to_the_firewall(check, has_browser):
+    def forget(kw):
+        kw["environment"].pop(HOST_ADDRS_ENV)
+
+    report = check(mutate=forget)
+    # Without them, the host's address on the internet network is open (the others are
+    # still covered: the gateway and the private ranges).
+    expect_failed(report, {"host_addrs"}, has_browser)
+    assert "198.51.100.1:80: REACHED" in report.by_id("host_addrs").detail
+
+
+# ---------------------------------------------------------------- planted files answer nothing
+
+
+FORGED = (
+    b"IMD-BOX-CHECK " + json.dumps({"results": [{"id": w.id, "ok": True, "detail": "forged"} for w in WALLS]}).encode()
+)
+PLANTS = {
+    # Claims every rule change worked (line 6 would say ALLOWED if it were asked).
+    "iptables": b"#!/bin/sh\necho '-P OUTPUT ACCEPT'\nexit 0\n",
+    # Prints a forged all-ok result.
+    "node": b"#!/bin/sh\necho '" + FORGED + b"'\n",
+}
+
+
+def plant(client, image: str, volume: str) -> None:
+    """As imd would: executables in ~/.npm-global/bin (first on the worker's PATH)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for d in ("home/imd/.npm-global", "home/imd/.npm-global/bin"):
+            info = tarfile.TarInfo(d)
+            info.type, info.mode, info.uid, info.gid = tarfile.DIRTYPE, 0o755, 1000, 1000
+            tar.addfile(info)
+        for name, data in PLANTS.items():
+            info = tarfile.TarInfo(f"home/imd/.npm-global/bin/{name}")
+            info.size, info.mode, info.uid, info.gid = len(data), 0o755, 1000, 1000
+            tar.addfile(info, io.BytesIO(data))
+    staging = client.containers.create(image, command=["true"], volumes={volume: {"bind": "/home/imd"}})
+    try:
+        assert staging.put_archive("/", buf.getvalue())
+    finally:
+        staging.remove(force=True)
+
+
+def test_planted_iptables_and_node_answer_nothing(check, has_browser, docker_client, box_image, test_volume):
+    plant(docker_client, box_image, test_volume)
+    report = check(volume=test_volume)
+    expect_failed(report, set(), has_browser)
+    assert not any("forged" in r.detail for r in report.results), show(report)
+    assert "Permission denied" in report.by_id("firewall").detail  # the image's iptables answered
+
+
+def test_planted_node_breaking_twin_a_bare_name_is_fooled(check, docker_client, box_image, test_volume):
+    """The same plant with the probe started by its bare name, as before: the volume's node
+    answers and every line says what it was told."""
+    plant(docker_client, box_image, test_volume)
+
+    def bare_node(kw):
+        kw["command"][0] = "node"
+
+    report = check(volume=test_volume, mutate=bare_node)
+    assert all(r.ok and r.detail.endswith("forged") for r in report.results), show(report)
 
 
 # ---------------------------------------------------------------- probes that cannot run
 
 
 def test_missing_tools_are_fail_not_crash(check, has_browser):
-    # The probe alone runs with a PATH holding only node and Foundry: iptables, bwrap,
-    # unshare, setarch, git and socat are all "missing".
-    def bare_path(kw):
-        kw["command"] = ["env", "PATH=/usr/local/bin", *kw["command"]]
+    # The probe is told image paths where nothing is (node and Foundry stay):
+    # iptables, bwrap, unshare, setarch, git, socat, find and sh are all "missing".
+    gone = ("iptables", "ip6tables", "bwrap", "unshare", "setarch", "git", "socat", "find", "sh")
 
-    report = check(mutate=bare_path)
-    expect_failed(report, {"seccomp", "firewall", "read_jail", "jailed_root", "image"}, has_browser=False)
-    for wall in ("seccomp", "firewall", "read_jail", "jailed_root", "image"):
+    def missing(kw):
+        config = json.loads(kw["command"][-1])
+        config["tools"].update({t: f"/nonexistent/{t}" for t in gone})
+        kw["command"][-1] = json.dumps(config)
+
+    report = check(mutate=missing)
+    walls = {"no_new_privs", "seccomp", "firewall", "read_jail", "jailed_root", "image"}
+    expect_failed(report, walls, has_browser=False)
+    for wall in walls:
         assert "missing from the box" in report.by_id(wall).detail, show(report)
 
 
 def test_a_hanging_tool_is_fail_not_a_hang(check, has_browser):
     hang = b"#!/bin/sh\nexec sleep 60\n"
     started = time.monotonic()
-    report = check(before_start=lambda c: put_files(c, {"/usr/local/bin/bwrap": hang}))
+    report = check(patch={"/usr/bin/bwrap": hang})
     assert time.monotonic() - started < 30
     expect_failed(report, {"read_jail", "jailed_root", "image"}, has_browser)
     for wall in ("read_jail", "jailed_root", "image"):

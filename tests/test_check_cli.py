@@ -7,6 +7,7 @@ listeners, --url at its "internet" listener.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -17,18 +18,12 @@ import uuid
 import pytest
 
 from imdbox import names
+from tests.harness.topology import check_targets
 
 pytestmark = pytest.mark.usefixtures("box_image")
 
-TARGETS = {
-    "lan": ["192.168.77.10", "10.77.0.10"],
-    "tailscale": ["100.100.100.100"],
-    "metadata": ["169.254.169.254", "169.254.170.2"],
-    "ipv6": ["fd00:1d:1::200"],
-    "dns_servers": ["198.51.100.53"],
-    "jail_target": "169.254.169.254",
-    "dns_name": "imdt-listener-internet",  # the box's resolver (Docker's) knows the listener by name
-}
+# The harness's own listeners (tests/harness/topology.py), as --targets takes them.
+TARGETS = dataclasses.asdict(check_targets())
 
 
 def test_box_check_cli_json_and_svg(docker_client, box_image, topology, tmp_path):
@@ -59,7 +54,7 @@ def test_box_check_cli_json_and_svg(docker_client, box_image, topology, tmp_path
     rows = json.loads(out.stdout)
     bad = [r for r in rows if not r["ok"]]
     assert out.returncode == (1 if bad else 0)
-    assert len(rows) == 20 and set(rows[0]) == {"wall", "ok", "detail"}
+    assert len(rows) == 22 and set(rows[0]) == {"wall", "ok", "detail"}
     assert bad == [], json.dumps(bad, indent=1) + out.stderr
     by_wall = {r["wall"].split(":")[0]: r["detail"] for r in rows}
     assert "GET http://198.51.100.10/ -> 200" in by_wall["the internet"]

@@ -23,20 +23,11 @@ import docker
 import pytest
 
 from imdbox import names
-from tests.fake_worker.fixtures import FEED_URL, box_env, start_feed, volume_files
+from tests.fake_worker.fixtures import FEED_URL, box_env, volume_files
 from tests.harness.image import BASE_IMAGE, CA_FILE
 
 DEFAULT_SETTINGS = b"RUNTIMES=claude\nCONCURRENCY=2\n"
 RESET_SETTINGS = "printf 'RUNTIMES=claude\\nCONCURRENCY=2\\n' > ~/.imd-box/settings.env"
-
-
-@pytest.fixture(scope="module")
-def feed(docker_client, topology, box_image):
-    container = start_feed(docker_client, box_image)
-    try:
-        yield FEED_URL
-    finally:
-        container.remove(force=True)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from imdbox.runflags import CAPABILITIES
+from imdbox.runflags import CAPABILITIES, HOST_ADDRS_ENV
 from tests.harness import boxes
 from tests.harness.topology import GATEWAY_LISTENER_REPLY
 
@@ -147,6 +147,88 @@ def test_nothing_outside_reaches_a_server_inside(walled, control, topology):
     assert not probe.reached, probe
 
 
+# --- the host by an address that is not its gateway, and directed broadcast -----------
+
+
+def test_the_host_by_a_public_address_is_refused(walled, control, topology):
+    both_sides(walled, control, topology.host_public_url)
+
+
+def test_breaking_twin_without_the_host_addresses_the_host_is_reached(docker_client, box_image, topology, test_volume):
+    def forget(kwargs):
+        kwargs["environment"].pop(HOST_ADDRS_ENV)
+
+    box = boxes.start_walled(docker_client, box_image, topology, volume=test_volume, mutate=forget)
+    try:
+        probe = boxes.http_probe(box, topology.host_public_url)
+        assert probe.reached and probe.detail.endswith("host-public"), probe
+    finally:
+        box.remove(force=True)
+
+
+# A datagram to the box's own subnet's broadcast address on the Mac network
+# (198.51.100.128/25 is no private range), with SO_BROADCAST. The listeners there
+# log every datagram on 9999 with its sender: that log is the proof it arrived.
+BROADCAST_JS = """
+import dgram from "node:dgram";
+const s = dgram.createSocket("udp4");
+const out = (w) => { console.log(w); process.exit(0); };
+s.on("error", (e) => out("refused " + e.code));
+s.bind(0, () => {
+  s.setBroadcast(true);
+  s.send("imdt", 9999, "198.51.100.255", (e) => (e ? out("refused " + e.code) : setTimeout(() => out("sent"), 500)));
+});
+"""
+
+
+def broadcast(box, topology, user="imd") -> tuple[str, bool]:
+    """(what the sender saw, whether the Mac network's listener received it from the box)."""
+    code, out = boxes.run(box, ["node", "--input-type=module", "-e", BROADCAST_JS], user=user)
+    assert code == 0, out
+    box.reload()
+    ip = box.attrs["NetworkSettings"]["Networks"][topology.network_names[0]]["IPAddress"]
+    listener = next(c for c in topology.containers if c.name.endswith("listener-mac"))
+    return out.strip(), f"udp 9999 from {ip}" in listener.logs().decode()
+
+
+def test_a_directed_broadcast_is_refused(walled, control, topology):
+    assert broadcast(control, topology, user="root") == ("sent", True), "the control's broadcast arrives"
+    assert broadcast(walled, topology) == ("refused EPERM", False)
+
+
+def test_breaking_twin_without_the_address_type_rule_a_broadcast_gets_out(
+    docker_client, box_image, topology, test_volume
+):
+    box = boxes.start_walled(docker_client, box_image, topology, volume=test_volume)
+    try:
+        rule = "OUTPUT -m addrtype --dst-type BROADCAST -j REJECT --reject-with icmp-admin-prohibited"
+        code, out = boxes.run(box, ["iptables", "-D", *rule.split()], user="root")
+        assert code == 0, out
+        assert broadcast(box, topology) == ("sent", True)
+    finally:
+        box.remove(force=True)
+
+
+# --- nobody changes the image: read-only root, no setuid ---------------------------------
+
+
+def test_a_write_to_the_image_fails_read_only_even_for_root(walled):
+    for user in ("imd", "root"):
+        code, out = boxes.run(walled, ["bash", "-c", "echo x > /usr/local/bin/imdt-write"], user=user)
+        assert code != 0 and "Read-only file system" in out, (user, out)
+    code, out = boxes.run(walled, ["bash", "-c", "echo x > /tmp/imdt-write && echo written"], user="imd")
+    assert code == 0 and "written" in out, out  # the tmpfs is there for temp files
+
+
+def test_no_setuid_or_setgid_file_in_the_image(docker_client, box_image):
+    # Root with Docker's default capabilities reads every folder (the walled box's root cannot).
+    out = docker_client.containers.run(
+        box_image, entrypoint=["find", "/", "-xdev", "-perm", "/6000", "-type", "f"], command=[],
+        network_mode="none", labels={"imd-test": "1"}, remove=True,
+    )  # fmt: skip
+    assert out.decode().strip() == "", out
+
+
 # --- the drop to imd --------------------------------------------------------------------
 
 
@@ -276,6 +358,15 @@ def test_each_capability_is_needed(docker_client, box_image, topology, test_volu
         assert "needs NET_ADMIN" in logs, logs
 
 
+@pytest.mark.parametrize("given", ["203.0.113.7 not-an-address", "198.51.100.1;iptables -F", "256.1.1.1", "10.0.0.0/8"])
+def test_a_malformed_host_address_stops_the_box(docker_client, box_image, topology, test_volume, given):
+    def bad(kwargs):
+        kwargs["environment"][HOST_ADDRS_ENV] = given
+
+    logs = _exits_without_running(docker_client, box_image, topology, test_volume, bad)
+    assert "is not an IPv4 address" in logs, logs
+
+
 FAKE_IPTABLES = """#!/bin/bash
 # A test's stand-in: silently skips the rule refusing other DNS servers.
 case "$*" in *"--dport 53 -j REJECT"*) exit 0 ;; esac
@@ -297,6 +388,7 @@ def test_a_rule_that_does_not_read_back_stops_the_box(docker_client, box_image, 
             '&& exec /usr/local/bin/entrypoint.sh "$@"', "entrypoint",
         ]  # fmt: skip
         kwargs["volumes"] = {**kwargs["volumes"], str(tmp_path): {"bind": "/fake", "mode": "ro"}}
+        kwargs["read_only"] = False  # the stand-in replaces an image file
 
     logs = _exits_without_running(docker_client, box_image, topology, test_volume, lying_iptables)
     assert "rules did not read back" in logs, logs

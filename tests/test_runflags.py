@@ -58,6 +58,20 @@ def test_the_volume_is_the_only_mount_and_nothing_is_published():
     assert kw["network"] == "bridge"
 
 
+def test_read_only_root_with_tmpfs_only_where_needed():
+    kw = flags().sdk_kwargs()
+    assert kw["read_only"] is True
+    assert sorted(kw["tmpfs"]) == ["/run", "/tmp", "/var/tmp"]
+    for opts in kw["tmpfs"].values():
+        assert "nosuid" in opts and "nodev" in opts
+
+
+def test_host_addresses_reach_the_entrypoint_as_one_variable():
+    kw = flags(host_addresses=("203.0.113.7", "198.51.100.1"), environment={"X": "y"}).sdk_kwargs()
+    assert kw["environment"] == {"X": "y", runflags.HOST_ADDRS_ENV: "203.0.113.7 198.51.100.1"}
+    assert runflags.HOST_ADDRS_ENV not in flags().sdk_kwargs()["environment"]
+
+
 def test_restart_only_for_the_worker_and_labels_mark_the_box():
     assert "restart_policy" not in flags().sdk_kwargs()
     assert flags(restart=True).sdk_kwargs()["restart_policy"] == {"Name": "unless-stopped"}
@@ -68,14 +82,22 @@ def _cli_pairs(args):
     pairs = []
     it = iter(args)
     for a in it:
-        if a.startswith("--") and a not in ("--interactive", "--tty"):
+        if a.startswith("--") and a not in ("--interactive", "--tty", "--read-only"):
             pairs.append((a, next(it)))
     return pairs
 
 
 def test_cli_args_are_the_same_box():
     """The shell's `docker run` gets exactly the flags the SDK path gets."""
-    f = flags(cpus=3, memory=5 * GIB, name="imd-box-shell", command=["bash"], interactive=True)
+    f = flags(
+        cpus=3,
+        memory=5 * GIB,
+        name="imd-box-shell",
+        command=["bash"],
+        interactive=True,
+        environment={"A": "1"},
+        host_addresses=("203.0.113.7", "198.51.100.1"),
+    )
     kw = f.sdk_kwargs()
     args = f.cli_args()
     pairs = _cli_pairs(args[: args.index(f.image)])
@@ -96,5 +118,8 @@ def test_cli_args_are_the_same_box():
     assert sorted(opts["--label"]) == sorted(f"{k}={v}" for k, v in kw["labels"].items())
     assert opts["--name"] == [kw["name"]]
     assert "--interactive" in args and "--tty" in args
+    assert kw["read_only"] is True and "--read-only" in args
+    assert dict(t.split(":", 1) for t in opts["--tmpfs"]) == kw["tmpfs"]
+    assert sorted(opts["--env"]) == sorted(f"{k}={v}" for k, v in kw["environment"].items())
     for forbidden in ("--privileged", "--volume", "-v", "--publish", "-p", "--device", "--pid", "--ipc"):
         assert forbidden not in args

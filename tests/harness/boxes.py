@@ -12,6 +12,7 @@ from typing import Callable, Optional
 
 import docker
 
+from imdbox import hostaddrs
 from imdbox.engine import WALLS_UP  # the entrypoint's line that `box start` waits for
 from imdbox.runflags import EngineLimits, RunFlags
 
@@ -57,6 +58,7 @@ def create_walled(
         role="test",
         network=topo.network_names[0],
         volume=volume,
+        host_addresses=hostaddrs.collect(client, image),
     )
     kwargs = flags.sdk_kwargs()
     kwargs["extra_hosts"] = dict(topo.extra_hosts)  # what Docker Desktop provides

@@ -1,5 +1,6 @@
-// A test target: answers on HTTP port 80 (IPv4 and IPv6) and on port 53
-// (UDP and TCP) with its own name, so a probe knows exactly whom it reached.
+// A test target: answers on HTTP port 80 (IPv4 and IPv6), on port 53 (UDP and
+// TCP) and on UDP port 9999 (any datagram, broadcasts too) with its own name, so
+// a probe knows exactly whom it reached.
 // Runs in a container of the tests' own, on an --internal network.
 import dgram from "node:dgram";
 import http from "node:http";
@@ -22,10 +23,15 @@ net
   })
   .listen({ port: 53, host: "::", ipv6Only: false });
 
-for (const type of ["udp4", "udp6"]) {
+for (const [type, port] of [["udp4", 53], ["udp6", 53], ["udp4", 9999]]) {
   const sock = dgram.createSocket({ type, reuseAddr: true });
-  sock.on("message", (_msg, rinfo) => sock.send(reply, rinfo.port, rinfo.address));
+  sock.on("message", (_msg, rinfo) => {
+    // On 9999 the test reads who sent what from the log (a reply to a broadcast is no
+    // answer the sender's conntrack knows, so the log is the proof it arrived).
+    if (port === 9999) console.log(`udp ${port} from ${rinfo.address}`);
+    sock.send(reply, rinfo.port, rinfo.address);
+  });
   sock.on("error", () => sock.close()); // no IPv6 on this network: IPv4 still answers
-  sock.bind(53);
+  sock.bind(port);
 }
 console.log(`listening: ${name}`);

@@ -8,8 +8,11 @@ every one of the same listeners.
 
     imdt-mac       198.51.100.128/25 + fd00:1d:1::/64 (dual stack: gives the default route)
                    .129 = the gateway = this host   -> "the Mac" (listener on the host)
+                   .255 = the subnet's broadcast (listeners answer UDP 9999, broadcasts too)
                    .200 / ::200 = host.docker.internal, gateway.docker.internal, IPv6 target
     imdt-internet  198.51.100.0/25   .10 "internet" (HTTP), .53 "dns" (a resolver that is not ours)
+                   .1 = this host on a network that is not its gateway: a listener on
+                   :8099 stands for a Mac's public or VPN address
     imdt-lan       192.168.77.0/24   .10 "router"
     imdt-private   10.77.0.0/24      .10 "lan10"
     imdt-tailscale 100.100.100.0/24  .100 "tailscale"
@@ -72,6 +75,7 @@ TARGETS = [
 ]
 
 GATEWAY_LISTENER_REPLY = b"imd-test-listener:gateway\n"
+HOST_LISTENER_PORT = 8099  # on the internet network's gateway: a host address that is not the box's gateway
 
 
 def check_targets():
@@ -97,22 +101,29 @@ class Topology:
     gateway_ip: str  # the Mac as the box's default gateway: a listener on this host
     extra_hosts: dict[str, str]  # what Docker Desktop's names resolve to in this world
     containers: list = field(default_factory=list)
-    _server: Optional[http.server.HTTPServer] = None
+    _servers: list = field(default_factory=list)
 
     @property
     def network_names(self) -> list[str]:
         return [n.name for n in self.nets]
+
+    @property
+    def host_public_url(self) -> str:
+        """This host's listener on its (non-private, non-gateway) internet-network address."""
+        return f"http://{self.nets[1].gateway}:{HOST_LISTENER_PORT}/"
 
     def url(self, target: str, path: str = "/") -> str:
         return f"http://{self.targets[target].ip}{path}"
 
 
 class _GatewayHandler(http.server.BaseHTTPRequestHandler):
+    reply = GATEWAY_LISTENER_REPLY
+
     def do_GET(self):
         self.send_response(200)
         self.send_header("content-type", "text/plain")
         self.end_headers()
-        self.wfile.write(GATEWAY_LISTENER_REPLY)
+        self.wfile.write(self.reply)
 
     def log_message(self, *args):
         pass
@@ -194,15 +205,20 @@ def build(client: docker.DockerClient, image: str) -> Topology:
     topo.containers = [_start_listener(client, image, t) for t in TARGETS]
     for c in topo.containers:
         _wait_listening(c)
-    # The gateway address lives on this host's bridge: the listener is ours, on this host.
-    server = http.server.ThreadingHTTPServer((topo.gateway_ip, 80), _GatewayHandler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    topo._server = server
+    # The gateway addresses live on this host's bridges: the listeners are ours, on this host.
+    host_handler = type("_HostHandler", (_GatewayHandler,), {"reply": b"imd-test-listener:host-public\n"})
+    for address, handler in (
+        ((topo.gateway_ip, 80), _GatewayHandler),
+        ((NETS[1].gateway, HOST_LISTENER_PORT), host_handler),
+    ):
+        server = http.server.ThreadingHTTPServer(address, handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        topo._servers.append(server)
     return topo
 
 
 def teardown(client: docker.DockerClient, topo: Topology) -> None:
-    if topo._server:
-        topo._server.shutdown()
-        topo._server.server_close()
+    for server in topo._servers:
+        server.shutdown()
+        server.server_close()
     _remove_leftovers(client)

@@ -17,6 +17,18 @@ from tests.harness.image import build_test_image
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 LOCK_PATH = "/tmp/imdt-topology.lock"
+# Another session (a colleague's checkout, a second CI job) may be using the same
+# engine. The lock is held from the topology's start until this session's sweep
+# below is done, so the sweep never removes what the other session made; a
+# session that never used the engine sweeps nothing.
+_session = {"lock": None, "used_engine": False}
+
+
+def _hold_machine_lock() -> None:
+    if _session["lock"] is None:
+        lock = open(LOCK_PATH, "w")  # noqa: SIM115 (held across fixtures, closed by the sweep)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _session["lock"] = lock
 
 
 @pytest.fixture(scope="session")
@@ -31,6 +43,7 @@ def docker_client():
         if IN_CI:
             pytest.fail(message + " (CI=true: Docker is required, not optional)", pytrace=False)
         pytest.skip(message)
+    _session["used_engine"] = True
     yield client
     client.close()
 
@@ -41,6 +54,17 @@ def nothing_left_behind():
     now (each fixture removes its own). Whatever is not was leaked: it is removed
     here and the run errors, naming it."""
     yield
+    if not _session["used_engine"]:
+        return
+    _hold_machine_lock()
+    try:
+        _sweep()
+    finally:
+        _session["lock"].close()
+        _session["lock"] = None
+
+
+def _sweep() -> None:
     import docker
 
     try:
@@ -82,14 +106,14 @@ def box_image(docker_client, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def topology(docker_client, box_image):
-    # Fixed subnets: one topology per machine. Concurrent runs queue here.
-    with open(LOCK_PATH, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        topo = topo_mod.build(docker_client, box_image)
-        try:
-            yield topo
-        finally:
-            topo_mod.teardown(docker_client, topo)
+    # Fixed subnets: one topology per machine. Concurrent runs queue here; the
+    # lock is let go after the final sweep (nothing_left_behind).
+    _hold_machine_lock()
+    topo = topo_mod.build(docker_client, box_image)
+    try:
+        yield topo
+    finally:
+        topo_mod.teardown(docker_client, topo)
 
 
 @pytest.fixture

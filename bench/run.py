@@ -38,7 +38,6 @@ import re
 import statistics
 import subprocess
 import sys
-import tarfile
 import threading
 import time
 import uuid
@@ -418,29 +417,16 @@ class Bench:
 
     # ---------------------------------------------------------------- box start
     def prepare_fake_worker(self) -> Optional[str]:
-        """Install tests/fake_worker into our own fresh volume; a reason if it cannot."""
+        """Install tests/fake_worker (and its claude) into our own fresh volume and
+        pair it (the worker will not start unpaired without a terminal); a reason if it cannot."""
         try:
-            from tests.fake_worker import worker_tgz
+            from tests.fake_worker import installed_home_tar
         except ImportError as exc:
             return f"no prepared volume (--volume) and no tests/fake_worker to install ({exc})"
-        import gzip
-        import io
-
-        tgz = worker_tgz("1.0.0-bench")
-        staged = io.BytesIO()
-        with (
-            tarfile.open(fileobj=io.BytesIO(gzip.decompress(tgz))) as src,
-            tarfile.open(fileobj=staged, mode="w") as dst,
-        ):
-            for m in src.getmembers():
-                data = src.extractfile(m) if m.isfile() else None
-                m.name = "stage/" + m.name  # package/... as npm packs it
-                dst.addfile(m, data)
         script = (
-            'set -e; d=/home/imd/.npm-global/lib/node_modules/identitymd-worker; mkdir -p "$d" /home/imd/.npm-global/bin; '
-            'cp -a /tmp/stage/package/. "$d/"; chmod 755 "$d/bin/imd.js"; '
-            "ln -sf ../lib/node_modules/identitymd-worker/bin/imd.js /home/imd/.npm-global/bin/imd; "
-            "chown -R 1000:1000 /home/imd; chmod 700 /home/imd"
+            "set -e; export HOME=/home/imd IDENTITYMD_HOME=/home/imd/.identitymd; "
+            "/home/imd/.npm-global/bin/imd pair >/dev/null; "
+            "chown -R 1000:1000 /home/imd; chmod 700 /home/imd /home/imd/.identitymd"
         )
         self.client.volumes.create(self.volume, labels={"imd-bench": "1"})
         self.own_volume = self.volume
@@ -455,7 +441,7 @@ class Bench:
             labels={"imd-bench": "1"},
         )
         try:
-            prep.put_archive("/tmp", staged.getvalue())
+            prep.put_archive("/", installed_home_tar())
             prep.start()
             code = prep.wait(timeout=120)["StatusCode"]
             if code != 0:

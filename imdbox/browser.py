@@ -11,7 +11,8 @@ import json
 from dataclasses import dataclass
 
 BROWSER_DIR = "/usr/local/lib/imd-box/browser"
-# The stdio MCP command the worker registers with `imd tools add`.
+# The stdio MCP command the worker registers with `imd tools add`. The worker's
+# readiness probe runs it with --version: it must exit 0 within 5 s.
 LAUNCHER = f"{BROWSER_DIR}/playwright-mcp"
 # `box check` line 15, "the browser": run as `imd`, behind the walls.
 CHECK_SCRIPT = f"{BROWSER_DIR}/check.mjs"
@@ -19,12 +20,34 @@ CHECK_SECONDS = 5  # the script gives up (and reports FAIL) after this
 # Debian's chromium-headless-shell; the /usr/bin name is a wrapper script around it.
 HEADLESS_SHELL = "/usr/lib/chromium/chromium-headless-shell"
 MCP_VERSION = "0.0.82"  # @playwright/mcp, pinned in image/package.json
-TOOL_NAME = "browser"  # what the worker calls it
+TOOL_NAME = "browser"  # the tool's id in the worker (`imd tools add browser`)
+# The MCP methods website work uses, one `--enable` each: the names Playwright MCP
+# 0.0.82 itself answers to `tools/list` (tests/test_browser.py asks the installed
+# server). Left out: file upload, drag and drop, dialogs, resizing, media
+# emulation, going back, single-request detail, find, and run_code_unsafe.
+TOOLS = (
+    "browser_navigate",
+    "browser_snapshot",
+    "browser_click",
+    "browser_type",
+    "browser_fill_form",
+    "browser_select_option",
+    "browser_hover",
+    "browser_press_key",
+    "browser_wait_for",
+    "browser_take_screenshot",
+    "browser_evaluate",
+    "browser_tabs",
+    "browser_console_messages",
+    "browser_network_requests",
+    "browser_close",
+)
 
 
-def mcp_command() -> list[str]:
-    """The worker's browser: an MCP server on stdio."""
-    return [LAUNCHER]
+def offer_env() -> dict[str, str]:
+    """What worker/install.sh needs to register the browser with the worker:
+    `imd tools add browser --command LAUNCHER --enable <each of TOOLS>`."""
+    return {"IMD_BOX_BROWSER_MCP": LAUNCHER, "IMD_BOX_BROWSER_TOOLS": " ".join(TOOLS)}
 
 
 def check_command() -> list[str]:

@@ -76,17 +76,23 @@ def build(
     _run(go)
 
 
+GROK_KEY_HELP = "A file holding the Grok CLI's xAI API key (else it is asked for, hidden), when grok is a runtime."
+
+
 @app.command(short_help="Install the worker and Claude Code into the volume.")
 def setup(
-    runtime: Optional[str] = typer.Option(None, "--runtime", help="Runtime(s), comma separated: claude, codex, grok."),
+    runtime: Optional[str] = typer.Option(
+        None, "--runtime", help="The runtime: claude or codex (a list only if the worker takes one)."
+    ),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Tasks at once, 1 to 4 (default 2)."),
     worker_url: Optional[str] = typer.Option(
         None, "--worker-url", envvar="IMD_WORKER_URL", help="Where the worker release is (a mirror)."
     ),
     no_shell: bool = typer.Option(False, "--no-shell", help="Do not open the box's shell at the end."),
+    grok_key_file: Optional[Path] = typer.Option(None, "--grok-key-file", help=GROK_KEY_HELP),
 ) -> None:
     """Create the volume, install Claude Code and the worker into it (same walls), then open a shell."""
-    _run(_lifecycle().setup, runtime, concurrency, worker_url, not no_shell)
+    _run(_lifecycle().setup, runtime, concurrency, worker_url, not no_shell, grok_key_file)
 
 
 app.command("check", short_help="Prove every wall from inside a box with the same flags.")(check_command)
@@ -140,13 +146,17 @@ def shell(
     raise typer.Exit(code or 0)
 
 
-@app.command(short_help="Show or change the runtime(s): claude, codex, grok.")
+@app.command(short_help="Show or change the runtime: claude or codex.")
 def runtime(
-    runtimes: Optional[str] = typer.Argument(None, help="e.g. claude or claude,grok; none shows the current ones."),
+    runtimes: Optional[str] = typer.Argument(
+        None, help="e.g. codex (a list such as claude,grok only if the worker takes one); none shows it."
+    ),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Tasks at once, 1 to 4."),
+    grok_key_file: Optional[Path] = typer.Option(None, "--grok-key-file", help=GROK_KEY_HELP),
 ) -> None:
-    """Show or change the runtime(s): installs/removes agent CLIs in the volume, restarts the worker."""
-    _run(_lifecycle().runtime, runtimes, concurrency)
+    """Show or change the runtime: installs/removes agent CLIs in the volume, restarts the worker.
+    The installed worker's own help decides what it can run."""
+    _run(_lifecycle().runtime, runtimes, concurrency, grok_key_file)
 
 
 @app.command(short_help="Unlink, then remove the box, volume (asks), image.")

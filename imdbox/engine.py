@@ -24,6 +24,8 @@ WALLS_UP = b"walls up and verified"
 AS_IMD = ["/usr/local/lib/imd-box/worker/as-imd"]
 SETTINGS_PATH = f"{names.HOME}/.imd-box/settings.env"
 IMD_PATH = f"{names.HOME}/.npm-global/bin/imd"
+# The worker's config (its device key, and its pairing once paired); IDENTITYMD_HOME in the image.
+WORKER_CONFIG_PATH = f"{names.HOME}/.identitymd/config.json"
 INSTALL_SH = "/usr/local/lib/imd-box/worker/install.sh"
 FORBIDDEN_NETWORKS = ("host", "none")
 
@@ -182,6 +184,29 @@ def read_volume_file(client, path: str) -> Optional[bytes]:
         helper.remove(force=True)
 
 
+def volume_has(client, path: str) -> bool:
+    """Whether a file is in the volume, asked through a created (never started) box;
+    its content is not read."""
+    helper = client.containers.create(**flags(client, "read", ["true"]).sdk_kwargs())
+    try:
+        helper.get_archive(path)
+        return True
+    except docker.errors.NotFound:
+        return False
+    finally:
+        helper.remove(force=True)
+
+
+def file_tar(path: str, data: bytes, uid: int, mode: int = 0o600) -> bytes:
+    """One file as a tar for `put_archive` at /, owned by `uid`."""
+    info = tarfile.TarInfo(path.lstrip("/"))
+    info.size, info.mode, info.uid, info.gid, info.mtime = len(data), mode, uid, uid, int(time.time())
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tar:
+        tar.addfile(info, io.BytesIO(data))
+    return raw.getvalue()
+
+
 def parse_settings(text: Optional[bytes]) -> dict[str, str]:
     out: dict[str, str] = {}
     for line in (text or b"").decode(errors="replace").splitlines():
@@ -210,11 +235,20 @@ def require_setup(client) -> None:
         raise BoxError(f"setup was not done (no worker installed in {names.VOLUME}): run `box setup` first")
 
 
-def run_oneoff(client, run_flags: RunFlags, on_line: Callable[[str], None] = lambda s: None) -> tuple[int, str]:
-    """Run a throwaway box (same walls), streaming its output; returns exit code and output."""
+def run_oneoff(
+    client,
+    run_flags: RunFlags,
+    on_line: Callable[[str], None] = lambda s: None,
+    files: Optional[bytes] = None,
+) -> tuple[int, str]:
+    """Run a throwaway box (same walls), streaming its output; returns exit code and output.
+    `files` (a tar) is put into the box before it starts: how a secret gets in
+    without passing through its command line or environment."""
     container = client.containers.create(**run_flags.sdk_kwargs())
     lines: list[str] = []
     try:
+        if files is not None:
+            container.put_archive("/", files)
         container.start()
         buf = b""
         for chunk in container.logs(stream=True, follow=True):

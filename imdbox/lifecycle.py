@@ -5,6 +5,7 @@ Every container made here takes its flags from RunFlags (through engine.flags).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -15,17 +16,24 @@ from typing import Optional
 
 import docker.errors
 
-from . import engine, names, ui
+from . import engine, names, ui, worker
 from .engine import BoxError
 from .runflags import STOP_TIMEOUT
 
 # The runtimes box knows how to install a CLI for (worker/install.sh has the packages).
+# Which of them the installed worker runs, and how many at once, its own help says.
 RUNTIMES = ("claude", "codex", "grok")
 DEFAULT_RUNTIME = "claude"
 DEFAULT_CONCURRENCY = 2
 DEFAULT_WORKER_URL = "https://github.com/Identity-md/worker/releases/latest/download"
 # Passed through to install.sh when set (mirrors, tests).
 PASSTHROUGH_ENV = ("IMD_CLAUDE_PACKAGE", "IMD_CODEX_PACKAGE", "IMD_GROK_PACKAGE")
+# The Grok CLI (@vibe-kit/grok-cli) reads its xAI API key from GROK_API_KEY or,
+# when that is unset, from "apiKey" in ~/.grok/user-settings.json (its own file
+# is written 0600). install.sh stores the key there; box hands it in as a file
+# put into the install box (GROK_KEY_STAGE), never as an argument or a variable.
+GROK_SETTINGS = f"{names.HOME}/.grok/user-settings.json"
+GROK_KEY_STAGE = "/tmp/imd-box-grok-key"
 
 
 def parse_runtimes(text: str) -> list[str]:
@@ -61,11 +69,68 @@ def _print_box_line(line: str) -> None:
         ui.say(line)
 
 
-def run_install(client, mode: str, env: dict[str, str]) -> None:
+def run_install(client, mode: str, env: dict[str, str], grok_key: Optional[str] = None) -> None:
+    files = None
+    if grok_key:
+        env = {**env, "IMD_BOX_GROK_KEY_FILE": GROK_KEY_STAGE}
+        files = engine.file_tar(GROK_KEY_STAGE, grok_key.encode() + b"\n", names.UID)
     flags = engine.flags(client, "setup", [engine.INSTALL_SH, mode], environment=env)
-    code, out = engine.run_oneoff(client, flags, on_line=_print_box_line)
+    code, out = engine.run_oneoff(client, flags, on_line=_print_box_line, files=files)
     if code != 0:
         raise BoxError(f"install failed: {engine.last_error(out)}")
+
+
+def worker_help(client) -> worker.WorkerHelp:
+    """The installed worker's own `imd help`, read in a one-off box."""
+    code, text = engine.run_oneoff(client, engine.flags(client, "status", worker.HELP_COMMAND))
+    if code != 0:
+        raise BoxError(f"the installed worker did not answer `imd help` ({engine.last_error(text)}): run `box setup`")
+    return worker.parse_help(text)
+
+
+# ------------------------------------------------------------------ the Grok CLI's key
+def read_key_file(path: Path) -> str:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise BoxError(f"cannot read the key file {path}: {exc.strerror}", code=2) from None
+    return _check_key(text, f"the key file {path}")
+
+
+def _check_key(text: str, where: str) -> str:
+    key = text.strip()
+    if not key or any(c.isspace() for c in key):
+        raise BoxError(f"{where} must hold the xAI API key alone, on one line", code=2)
+    return key
+
+
+def grok_key(client, wanted: Sequence[str], key: Optional[str]) -> Optional[str]:
+    """The key to store for the Grok CLI: the one given, else typed (hidden), else
+    None when grok is not wanted or is signed in already."""
+    if "grok" not in wanted:
+        return None
+    if key:
+        return key
+    if _grok_signed_in(client):
+        ui.dim("grok: signed in already (its API key is in the volume)")
+        return None
+    if not ui.is_tty():
+        raise BoxError(
+            "the Grok CLI needs an xAI API key: pass --grok-key-file FILE (the key alone), "
+            "or run this in a terminal to type it; nothing was changed"
+        )
+    import typer
+
+    typed = typer.prompt("xAI API key for the Grok CLI (not shown)", hide_input=True, default="", show_default=False)
+    return _check_key(typed, "the key")
+
+
+def _grok_signed_in(client) -> bool:
+    try:
+        settings = json.loads(engine.read_volume_file(client, GROK_SETTINGS) or b"{}")
+    except ValueError:
+        return False
+    return isinstance(settings, dict) and bool(settings.get("apiKey"))
 
 
 def saved(client) -> dict[str, str]:
@@ -92,13 +157,20 @@ def _connect():
 
 
 # ------------------------------------------------------------------ setup
-def setup(runtime: Optional[str], concurrency: Optional[int], worker_url: Optional[str], open_shell: bool) -> None:
+def setup(
+    runtime: Optional[str],
+    concurrency: Optional[int],
+    worker_url: Optional[str],
+    open_shell: bool,
+    grok_key_file: Optional[Path] = None,
+) -> None:
     client = _connect()
     engine.image(client)
     container = engine.box_container(client)
     runtimes = parse_runtimes(runtime) if runtime else None
     if concurrency is not None:
         check_concurrency(concurrency)
+    key = read_key_file(grok_key_file) if grok_key_file else None
     if container is not None and container.status in ("running", "restarting"):
         raise BoxError("the box is running: stop it first (`box stop`), then run `box setup` again")
     engine.network(client)
@@ -107,12 +179,18 @@ def setup(runtime: Optional[str], concurrency: Optional[int], worker_url: Option
     current = saved(client)
     runtimes = runtimes or saved_runtimes(current)
     concurrency = concurrency or saved_concurrency(current)
-    from .browser import mcp_command
+    key = grok_key(client, runtimes, key)  # asked before anything is installed
+    from . import browser
 
-    env = install_env(runtimes, concurrency, worker_url or DEFAULT_WORKER_URL)
-    env["IMD_BOX_BROWSER_MCP"] = " ".join(mcp_command())
-    ui.step("installing the worker and " + ", ".join(runtimes) + " into the volume, inside a box with the same walls")
-    run_install(client, "all", env)
+    env = {**install_env(runtimes, concurrency, worker_url or DEFAULT_WORKER_URL), **browser.offer_env()}
+    ui.step("installing the worker into the volume, inside a box with the same walls")
+    run_install(client, "worker", env)
+    # Only now is the worker there to say what it runs.
+    problem = worker.runtime_problem(runtimes, worker_help(client))
+    if problem:
+        raise BoxError(f"{problem}; the worker is installed, the runtime setting was not changed")
+    ui.step("installing " + ", ".join(runtimes) + " into the volume, inside a box with the same walls")
+    run_install(client, "agents", env, grok_key=key)
     ui.ok("setup done")
     steps = (
         "Next steps, in the box's shell:\n"
@@ -258,9 +336,10 @@ def status() -> int:
         f"runtime:   {', '.join(saved_runtimes(current))} (concurrency {saved_concurrency(current)})"
         + ("" if current else "  [not saved yet: run `box setup`]")
     )
+    doctor = ["imd", "doctor"] + _doctor_runtime(saved_runtimes(current))
     if container is not None and container.status == "running":
         ui.step("imd doctor (in the running box)")
-        code, out = engine.exec_as_imd(container, ["imd", "doctor"])
+        code, out = engine.exec_as_imd(container, doctor)
         for line in out.splitlines():
             ui.say(line)
         if code == 127 or "executable file not found" in out:
@@ -268,9 +347,15 @@ def status() -> int:
         return code
     engine.require_setup(client)
     ui.step("imd doctor (in a one-off box with the same walls)")
-    flags = engine.flags(client, "status", ["imd", "doctor"])
+    flags = engine.flags(client, "status", doctor)
     code, out = engine.run_oneoff(client, flags, on_line=_print_box_line)
     return code
+
+
+def _doctor_runtime(runtimes: list[str]) -> list[str]:
+    """Doctor checks the runtime the worker runs on (a worker that takes one
+    runtime); without --runtime it would pick the first one installed."""
+    return ["--runtime", runtimes[0]] if len(runtimes) == 1 else []
 
 
 def _when(stamp: Optional[str]) -> str:
@@ -358,44 +443,31 @@ def update(base_image: str, ca_file: Optional[Path], no_cache: bool) -> None:
 
 
 # ------------------------------------------------------------------ runtime
-def worker_runtimes(help_text: str) -> list[str]:
-    """The runtimes the installed worker says it runs (its help's --runtime lines)."""
-    found: list[str] = []
-    for line in help_text.splitlines():
-        if "--runtime" in line or "runtime" in line.lower():
-            for name in re.findall(r"[a-z]+", line.lower()):
-                if name in RUNTIMES and name not in found:
-                    found.append(name)
-    return found or ["claude", "codex"]
-
-
-def runtime(names_arg: Optional[str], concurrency: Optional[int]) -> None:
+def runtime(names_arg: Optional[str], concurrency: Optional[int], grok_key_file: Optional[Path] = None) -> None:
     wanted = parse_runtimes(names_arg) if names_arg else None
     if concurrency is not None:
         check_concurrency(concurrency)
+    key = read_key_file(grok_key_file) if grok_key_file else None
     client = _connect()
     container = engine.box_container(client)
     engine.image(client)
     engine.require_setup(client)
     current = saved(client)
     have = saved_runtimes(current)
-    code, help_text = engine.run_oneoff(client, engine.flags(client, "status", ["imd", "help"]))
-    supported = worker_runtimes(help_text) if code == 0 else []
+    help_ = worker_help(client)
     if wanted is None and concurrency is None:
         ui.say(f"runtime(s): {', '.join(have)} (concurrency {saved_concurrency(current)})")
-        ui.say(f"the installed worker runs: {', '.join(supported) or '?'}")
+        ui.say(f"the installed worker {help_.version or '(version unknown)'} runs {help_.describe()}")
         ui.say(f"box can install: {', '.join(RUNTIMES)}")
         return
     wanted = wanted or have
-    missing = [r for r in wanted if r not in supported]
-    if missing:
-        raise BoxError(
-            f"the installed worker cannot run {', '.join(missing)} (it runs {', '.join(supported) or 'nothing it names'}); "
-            "nothing was changed"
-        )
+    problem = worker.runtime_problem(wanted, help_)
+    if problem:
+        raise BoxError(f"{problem}; nothing was changed")
+    key = grok_key(client, wanted, key)
     new_concurrency = concurrency or saved_concurrency(current)
     ui.step(f"runtime(s) {', '.join(wanted)}, concurrency {new_concurrency}: updating the CLIs in the volume")
-    run_install(client, "agents", install_env(wanted, new_concurrency))
+    run_install(client, "agents", install_env(wanted, new_concurrency), grok_key=key)
     if container is not None and container.status in ("running", "restarting"):
         ui.step("restarting the worker on " + " and ".join(wanted))
         container.stop(timeout=STOP_TIMEOUT)
@@ -416,8 +488,10 @@ def remove(keep_seat: bool, delete_volume: Optional[bool], keep_image: bool) -> 
     if not keep_seat and has_volume:
         if img is None:
             raise BoxError("cannot run `imd unlink` without the box image: `box pull`/`box build`, or pass --keep-seat")
-        if engine.read_volume_file(client, engine.IMD_PATH) is None:
+        if not engine.volume_has(client, engine.IMD_PATH):
             ui.say("no worker installed in the volume: no seat to free")
+        elif not engine.volume_has(client, engine.WORKER_CONFIG_PATH):
+            ui.say("the worker was never set up here (no config): no seat to free")
         else:
             ui.step("imd unlink (frees this device's seat), in a one-off box with the same walls")
             code, out = engine.run_oneoff(client, engine.flags(client, "remove", ["imd", "unlink"]), _print_shell_line)

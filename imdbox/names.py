@@ -18,6 +18,7 @@ VOLUME = os.environ.get("IMD_BOX_VOLUME") or "imd-worker-home"  # logins, the wo
 NETWORK = os.environ.get("IMD_BOX_NETWORK") or "bridge"
 HOSTNAME = "imd-box"
 HOME = "/home/imd"
+UID = 1000  # the worker user `imd`, as the Dockerfile makes it
 
 # Every container the box command creates carries this label, so a container of
 # someone else's that happens to be called `imd-box` is never touched.

@@ -16,10 +16,15 @@ LAUNCHER = ROOT / "browser" / "playwright-mcp"
 CONFIG = json.loads((ROOT / "browser" / "config.json").read_text())
 
 
-def test_mcp_command_is_the_launcher_on_stdio():
-    assert browser.mcp_command() == [browser.LAUNCHER]
+def test_the_worker_is_offered_the_launcher_and_the_methods_website_work_uses():
     assert browser.LAUNCHER == "/usr/local/lib/imd-box/browser/playwright-mcp"
     assert browser.check_command() == ["node", "/usr/local/lib/imd-box/browser/check.mjs"]
+    env = browser.offer_env()
+    assert env["IMD_BOX_BROWSER_MCP"] == browser.LAUNCHER
+    assert env["IMD_BOX_BROWSER_TOOLS"].split() == list(browser.TOOLS)
+    assert len(set(browser.TOOLS)) == len(browser.TOOLS) == 15
+    # The worker's rule for a method name (its tools.json schema).
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]+", t) for t in browser.TOOLS)
 
 
 def test_the_dockerfile_puts_browser_where_the_paths_say():
@@ -72,6 +77,8 @@ def test_config_keeps_the_sandbox_and_background_networking_off():
         ["--http", "99999"],
         ["--http", "0", "--no-sandbox"],
         ["--port", "0"],
+        ["--version", "--no-sandbox"],
+        ["-v"],
     ],
 )
 def test_launcher_refuses_other_options(args):
@@ -83,8 +90,9 @@ def test_launcher_refuses_other_options(args):
 def test_launcher_names_what_is_missing_outside_the_image():
     if Path("/opt/playwright-mcp").exists():
         pytest.skip("this machine has the image's files")
-    r = subprocess.run([str(LAUNCHER)], capture_output=True, text=True, timeout=10)
-    assert r.returncode == 69 and "missing from this box" in r.stderr
+    for args in ([], ["--version"]):  # the worker's probe fails too: the browser cannot start
+        r = subprocess.run([str(LAUNCHER), *args], capture_output=True, text=True, timeout=10)
+        assert r.returncode == 69 and "missing from this box" in r.stderr, args
 
 
 def test_check_script_budget_matches():

@@ -3,17 +3,20 @@ the ./box bootstrap, and the installable package."""
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 import zipfile
 
 import pytest
 
-from imdbox import engine, lifecycle, names
+from imdbox import engine, lifecycle, names, worker
 from imdbox.engine import BoxError
+from tests import fake_worker
 
 ROOT = names.REPO_ROOT
 COMMANDS = (
@@ -134,9 +137,6 @@ def test_parsers():
         "CONCURRENCY": "3",
     }
     assert lifecycle.saved_concurrency({"CONCURRENCY": "9"}) == 2
-    help_text = "  start [--runtime <name>]\n      --runtime <claude|codex|grok>   the agent runtime(s)\n  status  x"
-    assert lifecycle.worker_runtimes(help_text) == ["claude", "codex", "grok"]
-    assert lifecycle.worker_runtimes("no such line") == ["claude", "codex"]
     since = lifecycle.parse_since("10m")
     assert since.tzinfo is not None
     with pytest.raises(BoxError):
@@ -197,3 +197,84 @@ def test_box_script_makes_its_environment_then_runs(tmp_path):
     assert (venv / ".box-requirements.txt").exists()
     again = subprocess.run([str(ROOT / "box"), "--help"], env=env, capture_output=True, text=True, timeout=60)
     assert again.returncode == 0 and again.stderr == "" and "Usage: box" in again.stdout
+
+
+# The released worker's help, as its USAGE has it (build 0.1.0+47df9c68), around the lines box reads.
+REAL_HELP = """imd-box firewall: walls up and verified
+imd \u2014 IdentityMD contributor daemon (v0.1.0+47df9c68)
+
+  imd start    Connect and make this machine available for work.
+               imd service restart [--runtime claude|codex]
+Options:
+  --server <url>       control plane to join (default: https://api.imd.fun)
+  --concurrency <1-4>  how many tasks this machine runs at once
+  --runtime <id>       which agent runs tasks here: claude or codex. Default:
+                       the first of those that is installed, so a machine with
+                       both runs claude. This machine then advertises only the
+"""
+
+
+def test_the_workers_help_says_what_it_runs():
+    real = worker.parse_help(REAL_HELP)
+    assert real == worker.WorkerHelp("0.1.0+47df9c68", ("claude", "codex"), takes_list=False)
+    assert worker.runtime_problem(["codex"], real) is None
+    assert worker.runtime_problem(["claude", "codex"], real) == (
+        "this worker runs one runtime at a time; name one of: claude, codex"
+    )
+    assert worker.runtime_problem(["grok"], real) == (
+        "the installed worker cannot run grok (it runs one of claude, codex, one at a time)"
+    )
+    assert worker.parse_help("no such line") == worker.WorkerHelp(None, (), False)
+    assert "names no --runtime" in worker.runtime_problem(["claude"], worker.parse_help(""))
+
+
+def test_the_stand_ins_help_reads_the_same(tmp_path):
+    """The tests' stand-in worker prints the help box reads (node runs it here)."""
+    if not shutil.which("node"):
+        pytest.skip("node is not installed here")
+    for folder, expected in (
+        ("v1", (("claude", "codex"), False)),
+        ("multi", (("claude", "codex", "grok"), True)),
+    ):
+        spec = {k: v for k, v in fake_worker.RELEASES[folder].items() if k != "tamper"}
+        pkg = tmp_path / folder
+        with tarfile.open(fileobj=io.BytesIO(fake_worker.worker_tgz(**spec)), mode="r:gz") as tar:
+            tar.extractall(pkg, filter="data")
+        out = subprocess.run(
+            ["node", str(pkg / "package" / "dist" / "cli.js"), "help"], capture_output=True, text=True, timeout=30
+        ).stdout
+        parsed = worker.parse_help(out)
+        assert (parsed.runtimes, parsed.takes_list) == expected, out
+        assert parsed.version == fake_worker.daemon_version(folder)
+
+
+def test_the_grok_key_is_typed_hidden_or_read_from_a_file(monkeypatch, tmp_path):
+    monkeypatch.setattr(lifecycle, "_grok_signed_in", lambda client: False)
+    assert lifecycle.grok_key(None, ["claude"], None) is None  # grok not wanted: nothing asked
+    assert lifecycle.grok_key(None, ["grok"], "xai-given") == "xai-given"
+    monkeypatch.setattr(lifecycle.ui, "is_tty", lambda: False)
+    with pytest.raises(BoxError, match="pass --grok-key-file FILE"):
+        lifecycle.grok_key(None, ["claude", "grok"], None)
+    asked = {}
+
+    def prompt(text, **kwargs):
+        asked.update(kwargs)
+        return "  xai-typed  \n"
+
+    import typer
+
+    monkeypatch.setattr(lifecycle.ui, "is_tty", lambda: True)
+    monkeypatch.setattr(typer, "prompt", prompt)
+    assert lifecycle.grok_key(None, ["grok"], None) == "xai-typed"
+    assert asked["hide_input"] is True
+    monkeypatch.setattr(lifecycle, "_grok_signed_in", lambda client: True)
+    assert lifecycle.grok_key(None, ["grok"], None) is None  # signed in already
+    key_file = tmp_path / "key"
+    key_file.write_text("xai-from-file\n")
+    assert lifecycle.read_key_file(key_file) == "xai-from-file"
+    for bad in ("", "two words", "line\nline"):
+        key_file.write_text(bad)
+        with pytest.raises(BoxError, match="must hold the xAI API key alone"):
+            lifecycle.read_key_file(key_file)
+    with pytest.raises(BoxError, match="cannot read the key file"):
+        lifecycle.read_key_file(tmp_path / "missing")

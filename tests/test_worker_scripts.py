@@ -1,22 +1,27 @@
-"""worker/install.sh and worker/run.sh on this machine, with file:// feeds: no Docker,
-nothing off the machine (npm installs local tarballs that have no dependencies).
-The same scripts run inside the box in tests/test_cli_box.py."""
+"""worker/install.sh and worker/run.sh on this machine, with file:// feeds, and the
+stand-in worker they install (tests/fake_worker) held to the real worker's
+contract: no Docker, nothing off the machine (npm installs local tarballs that
+have no dependencies). The same scripts run inside the box in tests/test_cli_box.py."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from imdbox import names
+from imdbox import browser, names
 from tests import fake_worker
 
 INSTALL = names.REPO_ROOT / "worker" / "install.sh"
 RUN = names.REPO_ROOT / "worker" / "run.sh"
+V1 = fake_worker.daemon_version("v1")
 
 pytestmark = pytest.mark.skipif(not shutil.which("npm"), reason="npm is not installed here")
 
@@ -38,8 +43,19 @@ def home(tmp_path):
     return h
 
 
+@pytest.fixture
+def probe_ok(tmp_path):
+    """A stand-in for the browser's launcher that answers the worker's probe."""
+    script = tmp_path / "mcp-ok"
+    script.write_text('#!/bin/sh\n[ "$1" = --version ] && echo "stub 1.0" && exit 0\nexit 64\n')
+    script.chmod(0o755)
+    return script
+
+
 def _env(home: Path, feed: Path, **extra: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NPM_CONFIG_", "npm_config_"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("NPM_CONFIG_", "npm_config_", "IMD_", "IDENTITYMD_"))
+    }
     env.update(
         HOME=str(home),
         NPM_CONFIG_PREFIX=str(home / ".npm-global"),
@@ -48,8 +64,9 @@ def _env(home: Path, feed: Path, **extra: str) -> dict:
         PATH=f"{home / '.npm-global' / 'bin'}:{os.environ['PATH']}",
         IMD_WORKER_URL=f"file://{feed}/v1",
         IMD_CLAUDE_PACKAGE=str(feed / "npm" / "claude-code.tgz"),
+        IMD_CODEX_PACKAGE=str(feed / "npm" / "codex.tgz"),
         IMD_GROK_PACKAGE=str(feed / "npm" / "grok-cli.tgz"),
-        IMD_BOX_BROWSER_MCP="/usr/local/lib/imd-box/browser/playwright-mcp",
+        **browser.offer_env(),
     )
     env.update(extra)
     return env
@@ -59,49 +76,105 @@ def _sh(script: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", str(script), *args], env=env, capture_output=True, text=True, timeout=180)
 
 
-def _imd_version(home: Path, env: dict) -> str:
-    return subprocess.run(["imd", "--version"], env=env, capture_output=True, text=True).stdout.strip()
+def _imd(env: dict, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["imd", *args], env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+    )
 
 
-def test_install_verifies_then_installs(home, feed):
-    env = _env(home, feed)
-    r = _sh(INSTALL, env, "all")
+def _installed_version(env: dict) -> str:
+    """The worker has no --version: line 1 of its help names it."""
+    return _imd(env, "help").stdout.splitlines()[0]
+
+
+def _install(home: Path, feed: Path, **extra: str) -> dict:
+    env = _env(home, feed, **extra)
+    for mode in ("worker", "agents"):
+        r = _sh(INSTALL, env, mode)
+        assert r.returncode == 0, r.stdout + r.stderr
+    return env
+
+
+def _tools(home: Path) -> list:
+    return json.loads((home / ".identitymd" / "tools.json").read_text())
+
+
+# ------------------------------------------------------------------ install.sh
+
+
+def test_install_verifies_then_installs_and_offers_the_browser(home, feed, probe_ok):
+    env = _env(home, feed, IMD_BOX_BROWSER_MCP=str(probe_ok))
+    r = _sh(INSTALL, env, "worker")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "checksum verified" in r.stdout
-    assert _imd_version(home, env) == "1.0.0-fake"
+    assert f"worker installed: {V1} (the release's build.json: daemonVersion {V1}, sourceCommit 00000001" in r.stdout
+    assert _installed_version(env) == f"imd — IdentityMD contributor daemon (v{V1})"
+    assert json.loads((home / ".imd-box" / "worker-build.json").read_text())["daemonVersion"] == V1
+    # The worker's own syntax, its answer passed on, and the entry it wrote.
+    assert "browser configured in" in r.stdout and "ready — restart `imd start` to advertise it" in r.stdout
+    assert f"offered to the worker as the tool 'browser' ({probe_ok}, {len(browser.TOOLS)} methods)" in r.stdout
+    assert _tools(home) == [
+        {
+            "id": "browser",
+            "command": str(probe_ok),
+            "args": [],
+            "envVars": [],
+            "probeArgs": ["--version"],
+            "enabledTools": list(browser.TOOLS),
+        }
+    ]
+    assert stat.S_IMODE((home / ".identitymd" / "tools.json").stat().st_mode) == 0o600
+    r = _sh(INSTALL, env, "agents")
+    assert r.returncode == 0, r.stdout + r.stderr
     assert (home / ".imd-box" / "settings.env").read_text() == "RUNTIMES=claude\nCONCURRENCY=2\n"
-    assert '"version": "1.0.0-fake"' in (home / ".imd-box" / "worker-build.json").read_text().replace('":"', '": "')
-    assert "registered with the worker" in r.stdout
     assert (home / ".npm-global" / "bin" / "claude").exists()
     for private in (home / ".identitymd", home / ".imd-box"):
         assert stat.S_IMODE(private.stat().st_mode) == 0o700, private  # what `box check` line 19 demands
 
 
+def test_installing_again_replaces_the_browser_tool(home, feed, probe_ok):
+    env = _env(home, feed, IMD_BOX_BROWSER_MCP=str(probe_ok))
+    for _ in range(2):
+        r = _sh(INSTALL, env, "worker")
+        assert r.returncode == 0, r.stdout + r.stderr
+    assert [t["id"] for t in _tools(home)] == ["browser"]
+
+
+def test_a_browser_that_fails_its_probe_is_said(home, feed):
+    # The real launcher outside the image: its files are missing, so its probe fails.
+    if Path("/opt/playwright-mcp").exists():
+        pytest.skip("this machine has the image's files")
+    env = _env(home, feed, IMD_BOX_BROWSER_MCP=str(names.REPO_ROOT / "browser" / "playwright-mcp"))
+    r = _sh(INSTALL, env, "worker")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "not ready yet: " in r.stdout and "did not answer its probe (--version)" in r.stdout
+
+
 def test_tampered_or_unlisted_tgz_is_refused_and_the_old_worker_stays(home, feed):
     env = _env(home, feed)
-    assert _sh(INSTALL, env, "all").returncode == 0
-    r = _sh(INSTALL, _env(home, feed, IMD_WORKER_URL=f"file://{feed}/tampered"), "all")
+    assert _sh(INSTALL, env, "worker").returncode == 0
+    r = _sh(INSTALL, _env(home, feed, IMD_WORKER_URL=f"file://{feed}/tampered"), "worker")
     assert r.returncode == 1
     assert "checksum mismatch for identitymd-worker.tgz" in r.stderr and "refusing to install" in r.stderr
-    assert _imd_version(home, env) == "1.0.0-fake"
+    assert V1 in _installed_version(env)
     (feed / "v2" / "SHA256SUMS").write_text("0" * 64 + "  something-else.tgz\n")
-    r = _sh(INSTALL, _env(home, feed, IMD_WORKER_URL=f"file://{feed}/v2"), "all")
+    r = _sh(INSTALL, _env(home, feed, IMD_WORKER_URL=f"file://{feed}/v2"), "worker")
     assert r.returncode == 1 and "SHA256SUMS has no line for identitymd-worker.tgz" in r.stderr
-    assert _imd_version(home, env) == "1.0.0-fake"
-    r = _sh(INSTALL, _env(home, feed, IMD_WORKER_URL=f"file://{feed}/nothing-here"), "all")
+    assert V1 in _installed_version(env)
+    r = _sh(INSTALL, _env(home, feed, IMD_WORKER_URL=f"file://{feed}/nothing-here"), "worker")
     assert r.returncode == 1 and "could not download" in r.stderr
-    assert _imd_version(home, env) == "1.0.0-fake"
+    assert V1 in _installed_version(env)
 
 
 def test_a_worker_without_tools_add_is_said_plainly(home, feed):
-    r = _sh(INSTALL, _env(home, feed, IMD_WORKER_URL=f"file://{feed}/notools"), "all")
+    r = _sh(INSTALL, _env(home, feed, IMD_WORKER_URL=f"file://{feed}/notools"), "worker")
     assert r.returncode == 0, r.stderr
-    assert "this worker has no 'imd tools add'" in r.stdout
+    assert "this worker has no 'imd tools add <id> --command'" in r.stdout
+    assert not (home / ".identitymd" / "tools.json").exists()
 
 
 def test_agents_mode_adds_and_removes_cli(home, feed):
-    env = _env(home, feed)
-    assert _sh(INSTALL, env, "all").returncode == 0
+    env = _install(home, feed)
     r = _sh(INSTALL, _env(home, feed, IMD_BOX_RUNTIMES="claude,grok", IMD_BOX_CONCURRENCY="4"), "agents")
     assert r.returncode == 0, r.stderr
     assert (home / ".npm-global" / "bin" / "grok").exists()
@@ -111,6 +184,27 @@ def test_agents_mode_adds_and_removes_cli(home, feed):
     assert not (home / ".npm-global" / "bin" / "grok").exists()
     r = _sh(INSTALL, _env(home, feed, IMD_BOX_CONCURRENCY="5"), "agents")
     assert r.returncode == 1 and "concurrency must be 1 to 4" in r.stderr
+    r = _sh(INSTALL, env, "all")
+    assert r.returncode == 1 and "unknown mode 'all'" in r.stderr
+
+
+def test_the_grok_key_lands_where_the_grok_cli_reads_it(home, feed, tmp_path):
+    _install(home, feed)
+    (home / ".grok").mkdir(mode=0o755)
+    (home / ".grok" / "user-settings.json").write_text('{"defaultModel": "grok-code-fast-1"}')
+    staged = tmp_path / "staged-key"
+    staged.write_text("xai-imdt-secret-123\n")
+    r = _sh(INSTALL, _env(home, feed, IMD_BOX_RUNTIMES="claude,grok", IMD_BOX_GROK_KEY_FILE=str(staged)), "agents")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "xai-imdt-secret" not in r.stdout + r.stderr
+    settings = home / ".grok" / "user-settings.json"
+    assert json.loads(settings.read_text()) == {"defaultModel": "grok-code-fast-1", "apiKey": "xai-imdt-secret-123"}
+    assert stat.S_IMODE(settings.stat().st_mode) == 0o600
+    assert stat.S_IMODE((home / ".grok").stat().st_mode) == 0o700
+    assert not staged.exists(), "the handed-in copy is removed"
+
+
+# ------------------------------------------------------------------ run.sh
 
 
 def test_run_sh_refuses_without_the_worker(home, feed):
@@ -120,30 +214,215 @@ def test_run_sh_refuses_without_the_worker(home, feed):
     assert "the worker (imd) is not installed" in r.stderr
 
 
+def _stub_imd(bindir: Path, placeholder: str) -> None:
+    """An `imd` whose help has the given --runtime placeholder; anything else is echoed."""
+    bindir.mkdir(exist_ok=True)
+    help_line = f"  --runtime {placeholder}       which agent runs tasks here: claude or codex or grok."
+    (bindir / "imd").write_text(f'#!/bin/sh\nif [ "$1" = help ]; then echo "{help_line}"; exit 0; fi\necho "imd $*"\n')
+    (bindir / "imd").chmod(0o755)
+
+
 def test_run_sh_starts_with_the_saved_settings(home, feed, tmp_path):
     bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "imd").write_text('#!/bin/sh\necho "imd $*"\n')
-    (bindir / "imd").chmod(0o755)
+    _stub_imd(bindir, "<id>")
     env = _env(home, feed, PATH=f"{bindir}:/usr/bin:/bin")
     r = _sh(RUN, env)
     assert r.stdout.strip() == "imd start --auto-update --runtime claude --concurrency 2"
     (home / ".imd-box").mkdir()
-    (home / ".imd-box" / "settings.env").write_text("RUNTIMES=claude,grok\nCONCURRENCY=3\n")
+    (home / ".imd-box" / "settings.env").write_text("RUNTIMES=codex\nCONCURRENCY=3\n")
     r = _sh(RUN, env)
-    assert r.stdout.strip() == "imd start --auto-update --runtime claude,grok --concurrency 3"
+    assert r.stdout.strip() == "imd start --auto-update --runtime codex --concurrency 3"
     (home / ".imd-box" / "settings.env").write_text("RUNTIMES=claude\nCONCURRENCY=0; rm -rf /\n")
     r = _sh(RUN, env)
     assert r.returncode == 1 and "bad CONCURRENCY" in r.stderr and r.stdout == ""
 
 
-def test_fake_worker_doctor_and_pairing(home, feed):
-    env = _env(home, feed)
-    assert _sh(INSTALL, env, "all").returncode == 0
-    doc = subprocess.run(["imd", "doctor"], env=env, capture_output=True, text=True)
-    assert doc.returncode == 1 and "✗ not paired" in doc.stdout and "✓ runtime claude" in doc.stdout
-    assert subprocess.run(["imd", "pair"], env=env, capture_output=True, text=True).returncode == 0
-    doc = subprocess.run(["imd", "doctor"], env=env, capture_output=True, text=True)
-    assert doc.returncode == 0 and "all good" in doc.stdout
-    un = subprocess.run(["imd", "unlink"], env=env, capture_output=True, text=True)
-    assert un.returncode == 0 and "its seat is free" in un.stdout
+def test_run_sh_never_passes_a_list_to_a_worker_that_runs_one(home, feed, tmp_path):
+    bindir = tmp_path / "bin"
+    (home / ".imd-box").mkdir()
+    (home / ".imd-box" / "settings.env").write_text("RUNTIMES=claude,codex\nCONCURRENCY=2\n")
+    env = _env(home, feed, PATH=f"{bindir}:/usr/bin:/bin")
+    _stub_imd(bindir, "<id>")  # the released worker's form
+    r = _sh(RUN, env)
+    assert r.returncode == 1 and r.stdout == "", r.stdout
+    assert "this worker runs one runtime at a time: run 'box runtime claude'" in r.stderr
+    _stub_imd(bindir, "<id,...>")  # the tests' multi-runtime stand-in
+    r = _sh(RUN, env)
+    assert r.stdout.strip() == "imd start --auto-update --runtime claude,codex --concurrency 2", r.stderr
+
+
+# ------------------------------------------------------------------ the stand-in worker's contract
+
+
+def test_no_version_flag_the_help_names_the_version(home, feed):
+    env = _install(home, feed)
+    r = _imd(env, "--version")
+    assert r.returncode == 1 and r.stderr.startswith("unknown command: --version\n\nimd — IdentityMD"), r.stderr
+    r = _imd(env)
+    assert r.returncode == 1 and r.stdout.startswith(f"imd — IdentityMD contributor daemon (v{V1})")
+    for args in (["help"], ["start", "--help"], ["doctor", "-h"]):
+        r = _imd(env, *args)
+        assert r.returncode == 0 and "  --runtime <id>       which agent runs tasks here: claude or codex." in r.stdout
+
+
+def test_start_takes_one_runtime_and_needs_pairing_without_a_terminal(home, feed):
+    env = _install(home, feed)
+    r = _imd(env, "start", "--runtime", "claude,codex")
+    assert r.returncode == 1 and r.stderr == "--runtime must be one of: claude, codex\n"
+    r = _imd(env, "start", "--runtime", "codex")  # known, but its CLI is not installed
+    assert r.returncode == 1
+    assert r.stderr.startswith("--runtime codex was asked for, but it is not usable on this machine.\n")
+    assert "  codex: codex is not on PATH" in r.stderr
+    r = _imd(env, "start", "--runtime", "claude", "--concurrency", "9")
+    assert r.returncode == 1 and r.stderr == "--concurrency must be between 1 and 4\n"
+    r = _imd(env, "start", "--runtime", "claude")
+    assert r.returncode == 1
+    assert r.stderr == "this machine is not paired yet. Run `imd pair` from an interactive shell.\n"
+    assert stat.S_IMODE((home / ".identitymd" / "config.json").stat().st_mode) == 0o600  # made before the refusal
+
+
+def test_tools_add_syntax_and_refusals(home, feed, probe_ok):
+    env = _install(home, feed, IMD_BOX_BROWSER_MCP="")
+    cases = [
+        (["browser", "--", str(probe_ok)], "Unexpected argument"),  # the `-- CMD` form is gone
+        (["browser", "--command", str(probe_ok), "--bogus"], "Unknown option '--bogus'"),
+        (["browser", "--enable", "x"], "a tool needs --command, the absolute path of an installed stdio MCP server"),
+        (
+            ["browser", "--command", str(probe_ok)],
+            "a tool needs at least one --enable <method>, the MCP method names an assignment may call",
+        ),
+        (["Browser", "--command", str(probe_ok), "--enable", "x"], '"id"'),
+        (["browser", "--command", "bin/mcp", "--enable", "x"], "tool command must be absolute"),
+        (["browser", "--command", str(probe_ok), "--enable", "a.b"], '"enabledTools"'),
+        (["browser", "--command", str(probe_ok), "--env", "lower", "--enable", "x"], '"envVars"'),
+    ]
+    for args, message in cases:
+        r = _imd(env, "tools", "add", *args)
+        assert r.returncode == 1 and message in r.stderr, (args, r.stderr)
+        assert r.stdout == "", args
+    assert not (home / ".identitymd" / "tools.json").exists(), "a refusal writes nothing"
+    r = _imd(env, "tools", "add", "zeta", "--command", "/bin/false", "--enable", "x", "--arg", "x")
+    assert r.returncode == 0, r.stderr  # not ready is said, not refused
+    assert r.stdout.splitlines()[-1] == "  not ready yet: /bin/false did not answer its probe (--version)"
+    r = _imd(env, "tools", "add", "alpha", "--command", str(probe_ok), "--enable", "x", "--enable", "y")
+    assert r.returncode == 0 and r.stdout.endswith("  ready — restart `imd start` to advertise it\n"), r.stdout
+    # node's own option parser: a value that starts with a dash needs `=`.
+    r = _imd(env, "tools", "add", "alpha", "--command", str(probe_ok), "--probe", "--version", "--enable", "z")
+    assert r.returncode == 1 and "Option '--probe' argument is ambiguous" in r.stderr
+    r = _imd(env, "tools", "add", "alpha", "--command", str(probe_ok), "--probe=--version", "--enable", "z")
+    assert r.returncode == 0, r.stderr
+    assert [(t["id"], t["enabledTools"]) for t in _tools(home)] == [("alpha", ["z"]), ("zeta", ["x"])]
+    r = _imd(env, "tools")
+    assert r.returncode == 0 and "2 tool(s) configured in" in r.stdout
+    assert (
+        "  alpha        ready\n" in r.stdout
+        and "  zeta         not ready — /bin/false did not answer its probe" in r.stdout
+    )
+    r = _imd(env, "tools", "remove", "zeta")
+    assert r.returncode == 0 and r.stdout == "zeta removed — restart `imd start` to stop advertising it\n"
+    r = _imd(env, "tools", "remove", "zeta")
+    assert r.returncode == 1 and r.stdout == "zeta was not configured\n"
+
+
+def test_doctor_format_pairing_and_unlink(home, feed, probe_ok):
+    env = _install(home, feed, IMD_BOX_BROWSER_MCP=str(probe_ok))
+    r = _imd(env, "unlink")
+    assert r.returncode == 1 and r.stderr == "not configured — nothing to unlink\n"
+    doc = _imd(env, "doctor")
+    assert doc.returncode == 1, doc.stdout
+    assert doc.stdout.startswith(f"\nimd doctor · daemon {V1}\n\n")
+    lines = doc.stdout.splitlines()
+    assert "  ✓ tool browse ready · " + str(probe_ok) in lines  # `tool <id>`, cut to 11
+    assert "  → claude  0.0.1-fake (@anthropic-ai/claude-code, fake)" in lines
+    assert "  ✓ claude run  answered in" in doc.stdout
+    assert "  ✗ config      none yet" in lines and "                fix: run `imd start`" in lines
+    assert doc.stdout.endswith("\n  1 thing to fix: config\n\n")
+    r = _imd(env, "pair")
+    assert r.returncode == 0, r.stderr
+    assert "  Open this in a browser with the wallet that owns your IdentityMD NFT:" in r.stdout
+    assert "  Paired. Token " in r.stdout and "  Run: imd start" in r.stdout
+    doc = _imd(env, "doctor", "--runtime", "claude")
+    assert doc.returncode == 0, doc.stdout
+    assert doc.stdout.endswith("\n  everything checks out. If the network is quiet, so is this machine.\n\n")
+    r = _imd(env, "doctor", "--runtime", "grok")
+    assert r.returncode == 1 and r.stderr == "--runtime must be one of: claude, codex\n"
+    (home / "probe-fails").write_text("#!/bin/sh\nexit 3\n")
+    (home / "probe-fails").chmod(0o755)
+    assert _imd(env, "tools", "add", "browser", "--command", str(home / "probe-fails"), "--enable", "x").returncode == 0
+    doc = _imd(env, "doctor")
+    assert doc.returncode == 1
+    assert f"  ✗ tool browse {home / 'probe-fails'} did not answer its probe" in doc.stdout
+    assert f"                fix: run {home / 'probe-fails'} --version by hand" in doc.stdout
+    assert doc.stdout.endswith("\n  1 thing to fix: tool browse\n\n")
+    r = _imd(env, "unlink")
+    assert r.returncode == 0 and "  Unlinked. That NFT can now be paired to another machine." in r.stdout
+    r = _imd(env, "unlink")
+    assert r.returncode == 0 and r.stdout == "\n  Nothing was linked on the server. Local binding cleared.\n\n"
+
+
+def _start(env: dict, counter: Path, count: int) -> subprocess.Popen:
+    counter.write_text(f"{count}\n")
+    return subprocess.Popen(
+        ["imd", "start", "--auto-update", "--runtime", "claude"],
+        env={**env, "IMD_FAKE_UPDATE_EXITS": str(counter)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _read_until(proc: subprocess.Popen, text: str, timeout: float = 30) -> str:
+    seen = ""
+    deadline = time.monotonic() + timeout
+    while text not in seen:
+        assert time.monotonic() < deadline, f"no {text!r} in:\n{seen}"
+        line = proc.stdout.readline()
+        assert line, f"the worker ended before {text!r}:\n{seen}"
+        seen += line
+    return seen
+
+
+def test_the_supervisor_restarts_on_exit_75_and_passes_sigterm(home, feed, tmp_path):
+    env = _install(home, feed)
+    assert _imd(env, "pair").returncode == 0
+    proc = _start(env, tmp_path / "updates", 1)
+    try:
+        first = _read_until(proc, "alive 0m · idle · 0 submitted")
+        assert first.count("automatic updates enabled") == 2, first
+        assert "update installed; restarting the worker with the same start options\n" in first
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 128 + signal.SIGTERM  # the supervisor's code
+        assert "shutting down" in proc.stdout.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdout.close()
+
+
+def test_the_supervisor_gives_up_after_three_restarts_in_a_minute(home, feed, tmp_path):
+    env = _install(home, feed)
+    assert _imd(env, "pair").returncode == 0
+    proc = _start(env, tmp_path / "updates", 4)
+    try:
+        assert proc.wait(timeout=60) == 1
+        output = proc.stdout.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdout.close()
+    assert output.count("update installed; restarting the worker with the same start options") == 3, output
+    assert output.rstrip().endswith(
+        "worker requested repeated update restarts; stopping so you can inspect the installation"
+    ), output
+    assert "shutting down" not in output
+
+
+def test_the_multi_runtime_stand_in_says_so_in_its_help(home, feed):
+    env = _install(home, feed, IMD_WORKER_URL=f"file://{feed}/multi", IMD_BOX_RUNTIMES="claude,grok")
+    r = _imd(env, "help")
+    assert "  --runtime <id,...>   which agents run tasks here, comma separated: claude or codex or grok." in r.stdout
+    r = _imd(env, "start", "--runtime", "claude,gemini")
+    assert r.returncode == 1 and r.stderr == "--runtime must be a comma list of: claude, codex, grok\n"

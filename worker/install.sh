@@ -1,18 +1,23 @@
 #!/bin/bash
 # Runs as `imd` inside a one-off box with the worker's own walls (started by
 # `box setup`, `box update` and `box runtime`). Everything lands in the volume:
-#   install.sh all      the worker release (verified), the agent CLIs, the settings
-#   install.sh agents   the agent CLIs and the settings only
+#   install.sh worker   the worker release (verified), then the browser offered to it
+#   install.sh agents   the agent CLIs, the Grok CLI's key if handed in, the settings
+# Which runtimes the worker can run is decided by `box` (from the worker's own
+# help) between the two.
 #
 # Environment (set by `box`):
 #   IMD_WORKER_URL        where identitymd-worker.tgz, SHA256SUMS, build.json live
 #   IMD_BOX_RUNTIMES      comma list: claude, codex, grok
 #   IMD_BOX_CONCURRENCY   1..4
 #   IMD_CLAUDE_PACKAGE, IMD_CODEX_PACKAGE, IMD_GROK_PACKAGE   npm specs (tests: a fake)
-#   IMD_BOX_BROWSER_MCP   the browser's stdio MCP command, offered via `imd tools add`
+#   IMD_BOX_BROWSER_MCP   the browser's stdio MCP command (an absolute path)
+#   IMD_BOX_BROWSER_TOOLS the MCP methods the worker may call, space separated
+#   IMD_BOX_GROK_KEY_FILE a file box put into this box, holding the Grok CLI's
+#                         API key (only the path is in the environment)
 set -euo pipefail
 
-mode=${1:-all}
+mode=${1:-}
 base=${IMD_WORKER_URL:-https://github.com/Identity-md/worker/releases/latest/download}
 runtimes=${IMD_BOX_RUNTIMES:-claude}
 concurrency=${IMD_BOX_CONCURRENCY:-2}
@@ -24,7 +29,7 @@ die() { echo "imd-box: FAILED: $*" >&2; exit 1; }
 
 [[ "$runtimes" =~ ^[a-z]+(,[a-z]+)*$ ]] || die "bad runtime list '$runtimes'"
 [[ "$concurrency" =~ ^[1-4]$ ]] || die "concurrency must be 1 to 4, not '$concurrency'"
-case "$mode" in all | agents) ;; *) die "unknown mode '$mode' (all | agents)" ;; esac
+case "$mode" in worker | agents) ;; *) die "unknown mode '$mode' (worker | agents)" ;; esac
 
 export NPM_CONFIG_UPDATE_NOTIFIER=false NPM_CONFIG_FUND=false NPM_CONFIG_AUDIT=false
 mkdir -p "$NPM_CONFIG_PREFIX" "$IDENTITYMD_HOME" "$state"
@@ -70,7 +75,17 @@ install_worker() {
   npm_global install "$tmp/$asset" || die "npm could not install the worker"
   cp "$tmp/build.json" "$state/worker-build.json"
   command -v imd >/dev/null || die "the worker installed but 'imd' is not on PATH"
-  say "worker installed: $(imd --version 2>/dev/null || echo '?') ($(tr -d '\n' <"$tmp/build.json" | cut -c1-200))"
+  # The worker has no --version: line 1 of its help names it,
+  # `imd — IdentityMD contributor daemon (v<daemonVersion>)`, as build.json does.
+  local help version
+  help=$(imd help 2>&1 || true)
+  version=$(sed -n '1s/.*(v\([^()]*\))$/\1/p' <<<"$help")
+  say "worker installed: ${version:-?} (the release's build.json: daemonVersion $(build_field daemonVersion "$tmp/build.json"), sourceCommit $(build_field sourceCommit "$tmp/build.json"))"
+}
+
+build_field() {
+  node -e 'const v = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"))[process.argv[2]]; console.log(v ?? "?")' \
+    "$2" "$1" 2>/dev/null || echo '?'
 }
 
 install_agents() {
@@ -91,16 +106,49 @@ install_agents() {
   done
 }
 
+# The worker offers a tool (a stdio MCP server) when its probe, the command with
+# --version, exits 0 within 5 s. The same id again replaces the entry.
 offer_browser() {
   [ -n "${IMD_BOX_BROWSER_MCP:-}" ] || return 0
-  # shellcheck disable=SC2206
-  local cmd=($IMD_BOX_BROWSER_MCP)
-  if imd help 2>&1 | grep -q 'tools add'; then
-    imd tools add browser -- "${cmd[@]}" || die "'imd tools add browser' failed"
-    say "browser: registered with the worker as the stdio MCP tool 'browser' (${cmd[*]})"
-  else
-    say "browser: this worker has no 'imd tools add', so the box's browser is not offered to it (update the worker to get it)"
+  local help method
+  local -a enable=()
+  help=$(imd help 2>&1 || true)
+  if ! grep -qF 'imd tools add <id> --command' <<<"$help"; then
+    say "browser: this worker has no 'imd tools add <id> --command', so the box's browser is not offered to it (a newer worker has it)"
+    return 0
   fi
+  for method in ${IMD_BOX_BROWSER_TOOLS:-}; do
+    enable+=(--enable "$method")
+  done
+  [ ${#enable[@]} -gt 0 ] || die "no browser methods to enable (IMD_BOX_BROWSER_TOOLS is empty)"
+  imd tools add browser --command "$IMD_BOX_BROWSER_MCP" "${enable[@]}" \
+    || die "the worker refused 'imd tools add browser' (its message is above)"
+  say "browser: offered to the worker as the tool 'browser' ($IMD_BOX_BROWSER_MCP, $(( ${#enable[@]} / 2 )) methods)"
+}
+
+# Where @vibe-kit/grok-cli reads its key when GROK_API_KEY is unset: "apiKey" in
+# ~/.grok/user-settings.json. node moves it from the handed-in file into the
+# settings: the key is never an argument, and never printed.
+store_grok_key() {
+  local staged=${IMD_BOX_GROK_KEY_FILE:-}
+  [ -n "$staged" ] || return 0
+  [ -f "$staged" ] || die "the Grok CLI's key was not handed in ($staged is missing)"
+  mkdir -p "$HOME/.grok"
+  chmod 700 "$HOME/.grok"
+  node - "$staged" "$HOME/.grok/user-settings.json" <<'JS' || die "could not store the Grok CLI's key"
+const fs = require("fs");
+const [staged, target] = process.argv.slice(2);
+let settings = {};
+try {
+  settings = JSON.parse(fs.readFileSync(target, "utf8"));
+} catch {}
+settings.apiKey = fs.readFileSync(staged, "utf8").trim();
+fs.writeFileSync(`${target}.tmp`, `${JSON.stringify(settings, null, 2)}\n`, { mode: 0o600 });
+fs.chmodSync(`${target}.tmp`, 0o600);
+fs.renameSync(`${target}.tmp`, target);
+JS
+  rm -f "$staged"
+  say "grok: the API key is stored in ~/.grok/user-settings.json (imd's alone), where the Grok CLI reads it"
 }
 
 save_settings() {
@@ -109,12 +157,12 @@ save_settings() {
   say "saved: runtime(s) $runtimes, concurrency $concurrency"
 }
 
-if [ "$mode" = all ]; then
+if [ "$mode" = worker ]; then
   install_worker
-fi
-install_agents
-if [ "$mode" = all ]; then
   offer_browser
+else
+  install_agents
+  store_grok_key
+  save_settings
 fi
-save_settings
 say "install done"

@@ -1,9 +1,12 @@
 """The fake IMD worker and its release feed, built for the tests.
 
 `release(...)` makes the three files of a worker release (identitymd-worker.tgz,
-SHA256SUMS, build.json) from `worker/`, with a features.json saying which
-runtimes the build knows and whether it has `imd tools add`; `agent_tgz(...)`
-makes a stand-in agent CLI package (claude, codex, grok) for npm to install.
+SHA256SUMS, build.json) as the real release has them: the package
+@identitymd/worker with bin `imd` = dist/cli.js (from `worker/bin/imd.js`) and a
+build.json with daemonVersion. features.json in the package says what the
+stand-in does: its runtimes, whether --runtime takes a list (a test-only
+variant; the real worker takes one), whether it has `imd tools`.
+`agent_tgz(...)` makes a stand-in agent CLI package (claude, codex, grok).
 """
 
 from __future__ import annotations
@@ -38,16 +41,64 @@ def npm_tgz(files: dict[str, bytes], executables: Iterable[str] = ()) -> bytes:
     return gzip.compress(raw.getvalue(), mtime=0)
 
 
-def worker_tgz(version: str, runtimes=("claude", "codex"), tools: bool = True) -> bytes:
+# The feed's releases, by folder. daemonVersion is `<version>+<sourceCommit[:8]>`,
+# as the real release's build.json has it.
+RELEASES: dict[str, dict] = {
+    "v1": dict(version="0.1.0", commit="0000000100000000000000000000000000000001"),
+    "v2": dict(version="0.2.0", commit="0000000200000000000000000000000000000002"),
+    # Takes `--runtime claude,grok`. No released worker does: this exists only so
+    # box's multi-runtime path can be tested.
+    "multi": dict(
+        version="0.3.0",
+        commit="0000000300000000000000000000000000000003",
+        runtimes=("claude", "codex", "grok"),
+        runtime_list=True,
+    ),
+    "notools": dict(version="0.0.9", commit="0000000900000000000000000000000000000009", tools=False),
+    "tampered": dict(version="9.9.9", commit="0000000e0000000000000000000000000000000e", tamper=True),
+}
+
+
+def daemon_version(folder: str) -> str:
+    spec = RELEASES[folder]
+    return f"{spec['version']}+{spec['commit'][:8]}"
+
+
+def _build_json(version: str, commit: str) -> bytes:
+    build = {
+        "schemaVersion": 1,
+        "repository": "Identity-md/worker",
+        "sourceCommit": commit,
+        "sourceDirty": False,
+        "inputHash": hashlib.sha256(commit.encode()).hexdigest(),
+        "version": version,
+        "daemonVersion": f"{version}+{commit[:8]}",
+    }
+    return (json.dumps(build, indent=2) + "\n").encode()
+
+
+def worker_tgz(
+    version: str,
+    commit: str,
+    runtimes=("claude", "codex"),
+    runtime_list: bool = False,
+    tools: bool = True,
+    alive_seconds: int = 2,
+) -> bytes:
+    """The worker package as the release ships it (package/dist/cli.js, build.json),
+    plus features.json, which only the stand-in reads. The liveness line comes every
+    `alive_seconds` (the real worker: 30) so a test sees a fresh line soon."""
     src = HERE / "worker"
     pkg = json.loads((src / "package.json").read_text())
     pkg["version"] = version
+    features = {"runtimes": list(runtimes), "runtimeList": runtime_list, "tools": tools, "aliveSeconds": alive_seconds}
     files = {
         "package.json": json.dumps(pkg, indent=2).encode(),
-        "features.json": json.dumps({"runtimes": list(runtimes), "tools": tools}).encode(),
-        "bin/imd.js": (src / "bin" / "imd.js").read_bytes(),
+        "build.json": _build_json(version, commit),
+        "features.json": json.dumps(features, indent=2).encode(),
+        "dist/cli.js": (src / "bin" / "imd.js").read_bytes(),
     }
-    return npm_tgz(files, executables=["bin/imd.js"])
+    return npm_tgz(files, executables=["dist/cli.js"])
 
 
 def agent_tgz(package: str, bin_name: str, version: str = "0.0.1-fake") -> bytes:
@@ -59,14 +110,13 @@ def agent_tgz(package: str, bin_name: str, version: str = "0.0.1-fake") -> bytes
     return npm_tgz(files, executables=["bin/agent.js"])
 
 
-def release(version: str, runtimes=("claude", "codex"), tools: bool = True, tamper: bool = False) -> dict[str, bytes]:
+def release(version: str, commit: str, tamper: bool = False, **features) -> dict[str, bytes]:
     """The three release files; `tamper` changes the tgz after SHA256SUMS was written."""
-    tgz = worker_tgz(version, runtimes, tools)
+    tgz = worker_tgz(version, commit, **features)
     sums = f"{hashlib.sha256(tgz).hexdigest()}  identitymd-worker.tgz\n".encode()
     if tamper:
-        tgz = worker_tgz(version + "-evil", runtimes, tools)
-    build = json.dumps({"version": version, "commit": "f" * 40, "builtAt": "2026-01-01T00:00:00Z"}).encode()
-    return {"identitymd-worker.tgz": tgz, "SHA256SUMS": sums, "build.json": build}
+        tgz = worker_tgz(version + "-evil", commit, **features)
+    return {"identitymd-worker.tgz": tgz, "SHA256SUMS": sums, "build.json": _build_json(version, commit)}
 
 
 def feed_tar(tree: dict[str, bytes], root: str = "srv") -> bytes:
@@ -80,21 +130,39 @@ def feed_tar(tree: dict[str, bytes], root: str = "srv") -> bytes:
 
 def default_feed() -> dict[str, bytes]:
     tree: dict[str, bytes] = {}
-    variants: dict[str, dict[str, bytes]] = {
-        "v1": release("1.0.0-fake"),
-        "v2": release("2.0.0-fake"),
-        "grok": release("3.0.0-fake", runtimes=("claude", "codex", "grok")),
-        "notools": release("1.0.0-notools", tools=False),
-        "tampered": release("9.9.9-fake", tamper=True),
-    }
-    for folder, files in variants.items():
-        for name, data in files.items():
+    for folder, spec in RELEASES.items():
+        for name, data in release(**spec).items():
             tree[f"{folder}/{name}"] = data
     tree["npm/claude-code.tgz"] = agent_tgz("@anthropic-ai/claude-code", "claude")
     tree["npm/codex.tgz"] = agent_tgz("@openai/codex", "codex")
     tree["npm/grok-cli.tgz"] = agent_tgz("@vibe-kit/grok-cli", "grok")
     tree["feed_server.mjs"] = FEED_SERVER_JS.read_bytes()
     return tree
+
+
+def installed_home_tar(folder: str = "v1") -> bytes:
+    """A home with the worker and the claude stand-in installed as npm installs them
+    (for `put_archive` at /, then chown to imd): what `box setup` leaves, without a feed."""
+    spec = {k: v for k, v in RELEASES[folder].items() if k != "tamper"}
+    packages = {
+        "@identitymd/worker": (worker_tgz(**spec), {"imd": "dist/cli.js"}),
+        "@anthropic-ai/claude-code": (agent_tgz("@anthropic-ai/claude-code", "claude"), {"claude": "bin/agent.js"}),
+    }
+    prefix = "home/imd/.npm-global"
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as out:
+        for name, (tgz, bins) in packages.items():
+            with tarfile.open(fileobj=io.BytesIO(tgz), mode="r:gz") as src:
+                for member in src.getmembers():
+                    data = src.extractfile(member) if member.isfile() else None
+                    member.name = f"{prefix}/lib/node_modules/{name}/" + member.name.removeprefix("package/")
+                    out.addfile(member, data)
+            for bin_name, target in bins.items():
+                link = tarfile.TarInfo(f"{prefix}/bin/{bin_name}")
+                link.type = tarfile.SYMTYPE
+                link.linkname = f"../lib/node_modules/{name}/{target}"
+                out.addfile(link)
+    return raw.getvalue()
 
 
 def read_version(tgz: bytes) -> Optional[str]:

@@ -24,18 +24,34 @@ app = typer.Typer(
 
 
 def _run(fn, *args, **kwargs):
-    """Run a command; a BoxError becomes one clear line and its exit code."""
+    """Run a command; a BoxError becomes one clear line and its exit code, and so does
+    anything else that goes wrong: no traceback, ever."""
+    from . import ui
     from .engine import BoxError
 
     try:
         return fn(*args, **kwargs)
     except BoxError as exc:
-        from . import ui
-
         ui.error(str(exc))
         raise typer.Exit(exc.code) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
+    except (typer.Exit, typer.Abort):
+        raise
+    except Exception as exc:
+        ui.error(_unexpected(exc))
+        raise typer.Exit(1) from None
+
+
+def _unexpected(exc: Exception) -> str:
+    import docker.errors
+    import requests.exceptions
+
+    if isinstance(exc, docker.errors.APIError):
+        return f"Docker refused: {exc.explanation or exc}; try again, and `box status` says where things stand"
+    if isinstance(exc, (requests.exceptions.ConnectionError, docker.errors.DockerException)):
+        return "lost Docker half-way (did it stop or restart?): start Docker, then run the command again"
+    return f"stopped on an unexpected {type(exc).__name__}: {exc} (please report it)"
 
 
 def _lifecycle():

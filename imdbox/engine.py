@@ -17,6 +17,7 @@ import docker.errors
 
 from . import hostaddrs, names
 from .runflags import SYSTEM_PATH, EngineLimits, RunFlags
+from .throwaway import throwaway
 
 WALLS_UP = b"walls up and verified"
 # Run a command in the running box exactly as the entrypoint runs the worker
@@ -165,8 +166,7 @@ def flags(
 
 def read_volume_file(client, path: str) -> Optional[bytes]:
     """A file from the volume, read through a created (never started) box: nothing runs."""
-    helper = client.containers.create(**flags(client, "read", ["true"], starts=False).sdk_kwargs())
-    try:
+    with throwaway(client, flags(client, "read", ["true"], starts=False).sdk_kwargs()) as helper:
         try:
             chunks, stat = helper.get_archive(path)
         except docker.errors.NotFound:
@@ -180,26 +180,22 @@ def read_volume_file(client, path: str) -> Optional[bytes]:
                 return member.linkname.encode()
             handle = tar.extractfile(member)
             return handle.read() if handle else b""
-    finally:
-        helper.remove(force=True)
 
 
 def volume_has(client, path: str) -> bool:
     """Whether a file is in the volume, asked through a created (never started) box;
     its content is not read."""
-    helper = client.containers.create(**flags(client, "read", ["true"]).sdk_kwargs())
-    try:
-        helper.get_archive(path)
-        return True
-    except docker.errors.NotFound:
-        return False
-    finally:
-        helper.remove(force=True)
+    with throwaway(client, flags(client, "read", ["true"], starts=False).sdk_kwargs()) as helper:
+        try:
+            helper.get_archive(path)
+            return True
+        except docker.errors.NotFound:
+            return False
 
 
 def file_tar(path: str, data: bytes, uid: int, mode: int = 0o600) -> bytes:
-    """One file as a tar for `put_archive` at /, owned by `uid`."""
-    info = tarfile.TarInfo(path.lstrip("/"))
+    """One file as a tar for `put_archive`, owned by `uid` (`path` relative to where it is put)."""
+    info = tarfile.TarInfo(path)
     info.size, info.mode, info.uid, info.gid, info.mtime = len(data), mode, uid, uid, int(time.time())
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w") as tar:
@@ -242,13 +238,13 @@ def run_oneoff(
     files: Optional[bytes] = None,
 ) -> tuple[int, str]:
     """Run a throwaway box (same walls), streaming its output; returns exit code and output.
-    `files` (a tar) is put into the box before it starts: how a secret gets in
-    without passing through its command line or environment."""
-    container = client.containers.create(**run_flags.sdk_kwargs())
+    `files` (a tar, paths relative to the home) is put into the volume before the box
+    starts: how a secret gets in without passing through its command line or
+    environment. (Only the volume takes files: the box's root is read-only.)"""
     lines: list[str] = []
-    try:
+    with throwaway(client, run_flags.sdk_kwargs()) as container:
         if files is not None:
-            container.put_archive("/", files)
+            container.put_archive(names.HOME, files)
         container.start()
         buf = b""
         for chunk in container.logs(stream=True, follow=True):
@@ -263,11 +259,6 @@ def run_oneoff(
             lines.append(line)
             on_line(line)
         code = container.wait(timeout=3600)["StatusCode"]
-    finally:
-        try:
-            container.remove(force=True)
-        except docker.errors.APIError:
-            pass
     return code, "\n".join(lines)
 
 
@@ -278,6 +269,15 @@ EXEC_ENV = {"PATH": SYSTEM_PATH}
 def exec_as_imd(container, command: Sequence[str]) -> tuple[int, str]:
     result = container.exec_run(AS_IMD + list(command), user="root", environment=EXEC_ENV, demux=False)
     return result.exit_code, (result.output or b"").decode(errors="replace")
+
+
+def health(container) -> str:
+    """The image's HEALTHCHECK (worker/healthy) as Docker last saw it: its state and what it said."""
+    h = container.attrs["State"].get("Health")
+    if not h:
+        return "no health check (an image from before box had one: `box update`)"
+    last = (h.get("Log") or [{}])[-1].get("Output", "").strip()
+    return f"{h.get('Status')}" + (f" ({last})" if last else " (the first check has not run yet)")
 
 
 def worker_running(container) -> bool:

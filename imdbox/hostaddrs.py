@@ -48,7 +48,12 @@ def parse_ip_addr(text: str) -> list[str]:
 def engine_host(client, image: str) -> list[str]:
     """The engine's host's addresses, listed by a one-off container on the host network
     that has no capabilities, a read-only root and runs only `ip addr` as nobody."""
-    out = client.containers.run(**runflags.host_lister_kwargs(image))
+    from .throwaway import throwaway
+
+    with throwaway(client, runflags.host_lister_kwargs(image)) as lister:
+        lister.start()
+        lister.wait(timeout=60)
+        out = lister.logs(stdout=True, stderr=False)
     return parse_ip_addr(out.decode(errors="replace"))
 
 

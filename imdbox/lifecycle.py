@@ -31,9 +31,11 @@ PASSTHROUGH_ENV = ("IMD_CLAUDE_PACKAGE", "IMD_CODEX_PACKAGE", "IMD_GROK_PACKAGE"
 # The Grok CLI (@vibe-kit/grok-cli) reads its xAI API key from GROK_API_KEY or,
 # when that is unset, from "apiKey" in ~/.grok/user-settings.json (its own file
 # is written 0600). install.sh stores the key there; box hands it in as a file
-# put into the install box (GROK_KEY_STAGE), never as an argument or a variable.
+# put into the volume for the install box (GROK_KEY_STAGE, imd's alone, removed by
+# install.sh once stored), never as an argument or a variable.
 GROK_SETTINGS = f"{names.HOME}/.grok/user-settings.json"
-GROK_KEY_STAGE = "/tmp/imd-box-grok-key"
+GROK_KEY_NAME = ".imd-box-grok-key"
+GROK_KEY_STAGE = f"{names.HOME}/{GROK_KEY_NAME}"
 
 
 def parse_runtimes(text: str) -> list[str]:
@@ -73,7 +75,7 @@ def run_install(client, mode: str, env: dict[str, str], grok_key: Optional[str] 
     files = None
     if grok_key:
         env = {**env, "IMD_BOX_GROK_KEY_FILE": GROK_KEY_STAGE}
-        files = engine.file_tar(GROK_KEY_STAGE, grok_key.encode() + b"\n", names.UID)
+        files = engine.file_tar(GROK_KEY_NAME, grok_key.encode() + b"\n", names.UID)
     flags = engine.flags(client, "setup", [engine.INSTALL_SH, mode], environment=env)
     code, out = engine.run_oneoff(client, flags, on_line=_print_box_line, files=files)
     if code != 0:
@@ -316,6 +318,8 @@ def status() -> int:
         st = container.attrs["State"]
         ui.say(f"since:     {_when(st.get('StartedAt') if st.get('Running') else st.get('FinishedAt'))}")
         ui.say(f"restarts:  {container.attrs.get('RestartCount', 0)}")
+        if st.get("Running"):
+            ui.say(f"health:    {engine.health(container)}")
     if img is None:
         ui.say(f"image:     {names.IMAGE}: missing (run `box pull` or `box build`)")
     else:

@@ -52,8 +52,8 @@ def seccomp_path() -> Path:
 
 
 def host_lister_kwargs(image: str) -> dict:
-    """The one box that sees the host's network: it only lists the host's addresses
-    (imdbox/hostaddrs.py). Not the entrypoint (which would set a firewall there):
+    """The one box that sees the host's network (`containers.create` kwargs): it only
+    lists the host's addresses (imdbox/hostaddrs.py). Not the entrypoint (which would set a firewall there):
     `ip` itself, as nobody, with no capabilities, nothing writable and no mount."""
     return dict(
         image=image,
@@ -67,9 +67,6 @@ def host_lister_kwargs(image: str) -> dict:
         pids_limit=16,
         mem_limit=64 * 1024**2,
         labels={names.LABEL: "1", f"{names.LABEL}.role": "host-addresses"},
-        remove=True,
-        stdout=True,
-        stderr=False,
     )
 
 

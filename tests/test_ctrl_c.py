@@ -1,4 +1,4 @@
-"""Ctrl-C on `box logs` ends it at once, every time, quietly.
+"""Ctrl-C ends `box` at once, every time, quietly, and leaves nothing half-made.
 
 The root cause of the hang CI saw: a job started in the background without job
 control (`cmd &` in a non-interactive shell, as CI runners and scripts do)
@@ -16,9 +16,12 @@ import sys
 import time
 import uuid
 
+import docker
 import pytest
 
 from imdbox import names
+from tests.fake_worker.fixtures import box_env, volume_files
+from tests.harness.image import BASE_IMAGE, CA_FILE
 
 ROUNDS = 20
 GRACE = 2.0  # seconds from Ctrl-C to exit
@@ -48,21 +51,32 @@ def _ignore_sigint() -> None:  # what a shell without job control does to `cmd &
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _interrupt_following(argv: list[str], container: str, rng: random.Random) -> tuple[float, str]:
-    """Start a following `box logs`, wait for a line, Ctrl-C it at a random moment;
-    (seconds from the signal to exit, stderr). A process still running after GRACE is killed."""
+def _interrupt(argv: list[str], env: dict, until, delay: float) -> tuple[float, str]:
+    """Start `box`, wait for a line holding `until` (or, given a function, until it says
+    True), wait `delay` s, Ctrl-C it; (seconds from the signal to exit, stderr). A process
+    still running after GRACE is killed."""
     proc = subprocess.Popen(
         argv,
         cwd=str(names.REPO_ROOT),
-        env={**os.environ, "IMD_BOX_CONTAINER": container, "NO_COLOR": "1"},
+        env={**os.environ, "NO_COLOR": "1", **env},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         preexec_fn=_ignore_sigint,
     )
     try:
-        assert proc.stdout.readline().startswith(b"tick"), "box logs printed no line"
-        time.sleep(rng.uniform(0, 0.6))
+        if callable(until):
+            deadline = time.monotonic() + 60
+            while not until():
+                assert proc.poll() is None and time.monotonic() < deadline, f"{argv[3:]} ended before the moment"
+                time.sleep(0.1)
+        else:
+            for line in iter(proc.stdout.readline, b""):
+                if until.encode() in line:
+                    break
+            else:
+                raise AssertionError(f"{argv[3:]} never printed {until!r}: {proc.stderr.read().decode()[-500:]}")
+        time.sleep(delay)
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
         try:
@@ -78,7 +92,14 @@ def _interrupt_following(argv: list[str], container: str, rng: random.Random) ->
         proc.stderr.close()
 
 
-BOX_LOGS = [sys.executable, "-m", "imdbox", "logs", "--tail", "0"]
+def _interrupt_following(argv: list[str], container: str, rng: random.Random) -> tuple[float, str]:
+    return _interrupt(argv, {"IMD_BOX_CONTAINER": container}, "tick", rng.uniform(0, 0.6))
+
+
+BOX = [sys.executable, "-m", "imdbox"]
+BOX_LOGS = [*BOX, "logs", "--tail", "0"]
+SETTINGS = "/home/imd/.imd-box/settings.env"
+WORKER_PKG = "/home/imd/.npm-global/lib/node_modules/@identitymd/worker/package.json"
 
 
 def test_ctrl_c_ends_box_logs_at_once_every_time(chatty_box):
@@ -99,3 +120,71 @@ def test_breaking_twin_without_the_fix_ctrl_c_is_lost(chatty_box):
     ]
     took, _ = _interrupt_following(without_fix, chatty_box, random.Random(0))
     assert took == float("inf")
+
+
+# ---------------------------------------------------------------- long commands
+
+
+def _boxes_of(client, bx) -> list[str]:
+    """Every container of this test's box names (the box, and any one-off of it)."""
+    return [c.name for c in client.containers.list(all=True) if c.name.startswith(bx.container)]
+
+
+@pytest.mark.parametrize(
+    "until, delay",
+    [("walls up and verified", 0.0), ("downloading the worker release", 0.2), ("installing the claude CLI", 0.5)],
+)
+def test_ctrl_c_during_setup_leaves_nothing_half_made(docker_client, box_image, feed, until, delay):
+    with box_env(docker_client, box_image) as bx:
+        assert bx.run("setup", "--no-shell").returncode == 0  # a worker to keep unchanged
+        before = volume_files(docker_client, bx, [SETTINGS, WORKER_PKG])
+        took, stderr = _interrupt([*BOX, "setup", "--no-shell"], bx.env(), until, delay)
+        assert took < GRACE, f"`box setup` still running {GRACE} s after Ctrl-C"
+        assert "Traceback" not in stderr, stderr
+        assert _boxes_of(docker_client, bx) == [], "a one-off box was left behind"
+        after = volume_files(docker_client, bx, [SETTINGS, WORKER_PKG])
+        assert after == before, "the settings or the installed worker changed half-way"
+        r = bx.run("shell", "imd", "help")
+        assert r.returncode == 0 and "imd start" in r.stdout, r.all
+
+
+def test_ctrl_c_during_check_leaves_no_check_box(docker_client, box_image, topology):
+    env = {"IMD_BOX_IMAGE": box_image, "IMD_BOX_NETWORK": topology.network_names[1]}
+    env["IMD_BOX_VOLUME"] = env["IMD_BOX_CONTAINER"] = f"imdt-ctrlc-{uuid.uuid4().hex[:8]}"
+    try:
+
+        def check_box_running() -> bool:
+            found = docker_client.containers.list(filters={"volume": env["IMD_BOX_VOLUME"]})
+            return any(c.status == "running" for c in found)
+
+        took, stderr = _interrupt([*BOX, "check", "--url", topology.url("internet")], env, check_box_running, 0.3)
+        assert took < GRACE and "Traceback" not in stderr, stderr
+        deadline = time.monotonic() + 20  # box asked; the engine finishes the removal
+        while time.monotonic() < deadline:
+            left = [c.name for c in docker_client.containers.list(all=True, filters={"volume": env["IMD_BOX_VOLUME"]})]
+            if not left:
+                break
+            time.sleep(0.5)
+        assert left == [], f"the check box was left behind: {left}"
+    finally:
+        for c in docker_client.containers.list(all=True, filters={"volume": env["IMD_BOX_VOLUME"]}):
+            c.remove(force=True)
+        for v in docker_client.volumes.list(filters={"name": env["IMD_BOX_VOLUME"]}):
+            v.remove(force=True)
+
+
+def test_ctrl_c_during_a_build_stops_it_and_leaves_no_build_container(docker_client, box_image):
+    tag = f"imdt-ctrlc:{uuid.uuid4().hex[:8]}"
+    before = {c.id for c in docker_client.containers.list(all=True)}
+    argv = [*BOX, "build", "--no-cache", "--base-image", BASE_IMAGE, "--ca-cert", CA_FILE]
+    took, stderr = _interrupt(argv, {"IMD_BOX_IMAGE": tag}, "apt-get update", 3.0)
+    assert took < GRACE and "Traceback" not in stderr, stderr
+    deadline = time.monotonic() + 30  # the engine stops the step and removes its container
+    while time.monotonic() < deadline:
+        left = {c.id for c in docker_client.containers.list(all=True)} - before
+        if not left:
+            break
+        time.sleep(0.5)
+    assert not left, "a build container was left behind"
+    with pytest.raises(docker.errors.ImageNotFound):
+        docker_client.images.get(tag)

@@ -5,9 +5,9 @@ after the entrypoint has set the firewall and dropped to `imd`: the same
 capability sets, no_new_privs and seccomp filter the worker has. A `docker exec`
 would not have them.
 
-`mutate` and the `before_start`/`after_start` hooks exist for the tests, which
-break one wall in a throwaway box and show that exactly its line turns FAIL. The
-`box check` command never passes them.
+`mutate` exists for the tests, which break one wall in a throwaway box (or run a
+copy of the image with one file changed) and show that exactly its line turns
+FAIL. The `box check` command never passes it.
 """
 
 from __future__ import annotations
@@ -200,8 +200,6 @@ def run_check(
     limits: Optional[EngineLimits] = None,
     only: Sequence[str] = (),
     mutate: Optional[Callable[[dict], None]] = None,
-    before_start: Optional[Callable[[object], None]] = None,
-    after_start: Optional[Callable[[object], None]] = None,
     timeout: float = 60.0,
     name_prefix: str = "imd-box-check-",
 ) -> Report:
@@ -228,15 +226,12 @@ def run_check(
         kwargs["extra_hosts"] = dict(extra_hosts)
     if mutate:
         mutate(kwargs)
-    container = client.containers.create(**kwargs)
-    try:
+    from ..throwaway import throwaway
+
+    with throwaway(client, kwargs) as container:
         for extra in networks[1:]:
             client.networks.get(extra).connect(container)
-        if before_start:
-            before_start(container)
         container.start()
-        if after_start:
-            after_start(container)
         try:
             exit_code = container.wait(timeout=timeout)["StatusCode"]
         except (requests.exceptions.RequestException, docker.errors.APIError):
@@ -248,9 +243,4 @@ def run_check(
             ms: dict[str, int] = {}
         else:
             results, ms = parse(stdout, stderr, exit_code)
-    finally:
-        try:
-            container.remove(force=True)
-        except docker.errors.APIError:
-            pass
     return Report(results=results, seconds=time.monotonic() - started, logs=stderr, probe_ms=ms)

@@ -125,6 +125,11 @@ LABEL org.opencontainers.image.title="IMD Box" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}"
 
+# Health: the walls verified in this start, and the worker alive. Docker runs this
+# as root, so it goes through the one privilege drop, by path (worker/healthy).
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["/usr/local/lib/imd-box/worker/as-imd", "/usr/local/lib/imd-box/worker/healthy"]
+
 # The entrypoint execs tini as `imd` once the walls are up: PID 1 then signals the worker
 # as its own user (a root tini without CAP_KILL could not forward `docker stop`'s SIGTERM).
 ENTRYPOINT ["/usr/local/bin/entrypoint.sh"]

@@ -16,6 +16,10 @@ die() { echo "imd-box: $*; the worker was not started" >&2; exit 78; }
 [ $# -gt 0 ] || die "no command given"
 
 /usr/local/lib/imd-box/firewall/init-firewall.sh || die "the firewall could not be set up"
+# For the HEALTHCHECK (worker/healthy): the walls were verified in this start.
+# /run is a fresh root-owned tmpfs each start; imd can read the marker, never write it.
+/usr/bin/install -d -m 755 /run/imd-box
+echo "verified" >/run/imd-box/walls-verified
 
 # Drop to `imd` (worker/as-imd: no capabilities, no_new_privs, private umask).
 # tini becomes PID 1 as `imd`: it reaps zombies and forwards `docker stop`'s

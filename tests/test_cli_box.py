@@ -224,6 +224,19 @@ def test_start_logs_status_stop(docker_client, bx):
     assert r.returncode == 0 and "stopped" in r.stdout and "one-off box" in r.stdout, r.all
 
 
+def test_status_shows_the_health_of_a_running_box(docker_client, bx):
+    assert bx.run("shell", "imd", "pair").returncode == 0
+    assert bx.run("start").returncode == 0
+    c = docker_client.containers.get(bx.container)
+    deadline = time.monotonic() + 40  # the first check runs 10 s after the start
+    while time.monotonic() < deadline and (c.attrs["State"].get("Health") or {}).get("Status") != "healthy":
+        time.sleep(1)
+        c.reload()
+    assert c.attrs["State"]["Health"]["Status"] == "healthy", c.attrs["State"].get("Health")
+    r = bx.run("status")
+    assert "health:    healthy (walls verified; the worker is running (pid" in r.stdout, r.all
+
+
 def _follow_logs_until(bx, text: str, timeout: float = 30.0) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "imdbox", "logs", "--tail", "0"],

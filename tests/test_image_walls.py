@@ -229,6 +229,48 @@ def test_no_setuid_or_setgid_file_in_the_image(docker_client, box_image):
     assert out.decode().strip() == "", out
 
 
+# --- health ---------------------------------------------------------------------------
+
+HEALTHY = ["/usr/local/lib/imd-box/worker/as-imd", "/usr/local/lib/imd-box/worker/healthy"]
+
+
+def _health(box, want: str, timeout: float = 30) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        box.reload()
+        health = box.attrs["State"].get("Health") or {}
+        if health.get("Status") == want:
+            return health
+        time.sleep(0.5)
+    raise AssertionError(f"health never became {want}: {box.attrs['State'].get('Health')}")
+
+
+def test_the_image_health_check_runs_as_imd_by_path(walled):
+    check = walled.attrs["Config"]["Healthcheck"]
+    assert check["Test"] == ["CMD", *HEALTHY], check  # the one drop, by path: never root by bare name
+
+
+def test_health_says_whether_the_walls_were_verified(docker_client, box_image, topology, test_volume):
+    """The image's own check, run every second here: healthy with the walls verified;
+    the breaking twin removes the entrypoint's marker (as root: the test, not imd)."""
+
+    def fast(kwargs):
+        kwargs["healthcheck"] = {"test": ["CMD", *HEALTHY], "interval": 10**9, "timeout": 5 * 10**9, "retries": 1}
+
+    box = boxes.start_walled(docker_client, box_image, topology, volume=test_volume, mutate=fast)
+    try:
+        health = _health(box, "healthy")
+        assert health["Log"][-1]["Output"].strip() == "walls verified", health
+        code, out = boxes.run(box, ["rm", "/run/imd-box/walls-verified"], user="imd")
+        assert code != 0, "imd removed the walls' marker"
+        code, out = boxes.run(box, ["rm", "/run/imd-box/walls-verified"], user="root")
+        assert code == 0, out
+        health = _health(box, "unhealthy")
+        assert "the walls were not verified" in health["Log"][-1]["Output"], health
+    finally:
+        box.remove(force=True)
+
+
 # --- the drop to imd --------------------------------------------------------------------
 
 

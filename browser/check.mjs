@@ -160,7 +160,13 @@ export async function check({ html, expect, launcher, deadlineMs = DEADLINE_MS }
     for (const needed of ["browser_navigate", "browser_snapshot"]) {
       if (!names.has(needed)) return { ok: false, detail: `${server} does not offer ${needed}` };
     }
-    const nav = await session.callTool("browser_navigate", { url: page.url });
+    let nav = await session.callTool("browser_navigate", { url: page.url });
+    // Chromium drops a load when it sees the box's network settle (an IPv6 address
+    // leaving its tentative state a second after start): a fact of the first
+    // seconds, not of the walls. One more try then; anything else is the answer.
+    if (nav.isError && nav.text.includes("net::ERR_NETWORK_CHANGED")) {
+      nav = await session.callTool("browser_navigate", { url: page.url });
+    }
     if (nav.isError) return { ok: false, detail: `could not load ${page.url}: ${firstLines(nav.text)}` };
     const snap = await session.callTool("browser_snapshot");
     const seconds = ((Date.now() - started) / 1000).toFixed(1);

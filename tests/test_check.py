@@ -395,7 +395,7 @@ def test_14_internet_cut(check, has_browser):
 def test_15_browser_check_missing_from_the_image(check, has_browser):
     # A tmpfs over the browser's folder: check.mjs is gone (a tmpfs is no host file, line 5 stays ok).
     def hide(kw):
-        kw["tmpfs"] = {BROWSER_DIR: "size=1m"}
+        kw["tmpfs"] = {**kw["tmpfs"], BROWSER_DIR: "size=1m"}
 
     report = check(mutate=hide)
     assert set(report.failed()) == {"browser"}, show(report)

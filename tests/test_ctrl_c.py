@@ -125,6 +125,15 @@ def test_breaking_twin_without_the_fix_ctrl_c_is_lost(chatty_box):
 # ---------------------------------------------------------------- long commands
 
 
+def _left_after(find, seconds: float = 20) -> list:
+    """What `find` still sees once the engine had time to finish removing what box asked it to
+    (after a Ctrl-C, box stops waiting for that after 1.5 s)."""
+    deadline = time.monotonic() + seconds
+    while (left := find()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return left
+
+
 def _boxes_of(client, bx) -> list[str]:
     """Every container of this test's box names (the box, and any one-off of it)."""
     return [c.name for c in client.containers.list(all=True) if c.name.startswith(bx.container)]
@@ -141,7 +150,7 @@ def test_ctrl_c_during_setup_leaves_nothing_half_made(docker_client, box_image, 
         took, stderr = _interrupt([*BOX, "setup", "--no-shell"], bx.env(), until, delay)
         assert took < GRACE, f"`box setup` still running {GRACE} s after Ctrl-C"
         assert "Traceback" not in stderr, stderr
-        assert _boxes_of(docker_client, bx) == [], "a one-off box was left behind"
+        assert _left_after(lambda: _boxes_of(docker_client, bx)) == [], "a one-off box was left behind"
         after = volume_files(docker_client, bx, [SETTINGS, WORKER_PKG])
         assert after == before, "the settings or the installed worker changed half-way"
         r = bx.run("shell", "imd", "help")
@@ -159,12 +168,7 @@ def test_ctrl_c_during_check_leaves_no_check_box(docker_client, box_image, topol
 
         took, stderr = _interrupt([*BOX, "check", "--url", topology.url("internet")], env, check_box_running, 0.3)
         assert took < GRACE and "Traceback" not in stderr, stderr
-        deadline = time.monotonic() + 20  # box asked; the engine finishes the removal
-        while time.monotonic() < deadline:
-            left = [c.name for c in docker_client.containers.list(all=True, filters={"volume": env["IMD_BOX_VOLUME"]})]
-            if not left:
-                break
-            time.sleep(0.5)
+        left = _left_after(lambda: docker_client.containers.list(all=True, filters={"volume": env["IMD_BOX_VOLUME"]}))
         assert left == [], f"the check box was left behind: {left}"
     finally:
         for c in docker_client.containers.list(all=True, filters={"volume": env["IMD_BOX_VOLUME"]}):
@@ -179,12 +183,8 @@ def test_ctrl_c_during_a_build_stops_it_and_leaves_no_build_container(docker_cli
     argv = [*BOX, "build", "--no-cache", "--base-image", BASE_IMAGE, "--ca-cert", CA_FILE]
     took, stderr = _interrupt(argv, {"IMD_BOX_IMAGE": tag}, "apt-get update", 3.0)
     assert took < GRACE and "Traceback" not in stderr, stderr
-    deadline = time.monotonic() + 30  # the engine stops the step and removes its container
-    while time.monotonic() < deadline:
-        left = {c.id for c in docker_client.containers.list(all=True)} - before
-        if not left:
-            break
-        time.sleep(0.5)
+    # The engine stops the step and removes its container.
+    left = _left_after(lambda: {c.id for c in docker_client.containers.list(all=True)} - before, 30)
     assert not left, "a build container was left behind"
     with pytest.raises(docker.errors.ImageNotFound):
         docker_client.images.get(tag)

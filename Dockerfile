@@ -2,8 +2,9 @@
 # verifies it, and hands over to the unprivileged `imd` user with no capabilities.
 #
 # Pins: Debian packages come from the signed trixie archive; every npm artifact
-# (Node, npm, Foundry, Playwright MCP) is pinned by version in image/package.json
-# and by sha512 in image/package-lock.json, and `npm ci` refuses a mismatch.
+# (Node, npm, Foundry, Playwright MCP, Claude Code's sandbox library) is pinned by
+# version in image/package.json and by sha512 in image/package-lock.json, and
+# `npm ci` refuses a mismatch.
 #
 # Layer order: apt, then the fetched artifacts, then the user, and only at the
 # end the entrypoint/firewall/worker scripts, so editing those refetches nothing.
@@ -24,9 +25,13 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
 WORKDIR /fetch
-COPY image/package.json image/package-lock.json ./
+COPY image/package.json image/package-lock.json image/closure.mjs ./
 # --ignore-scripts: nothing downloaded runs at build time. The platform packages
 # carry os/cpu fields, so npm installs only the build architecture's Node and Foundry.
+# Playwright MCP and the sandbox runtime (`srt`, what `box check` runs Claude Code's
+# sandbox with) each get a node_modules of exactly what they load (closure.mjs
+# reads the lock), so neither runs with the other's packages. The sandbox runtime's
+# Windows helper (vendor/srt-win, 7.6 MB of .exe) can never run here.
 RUN npm ci --ignore-scripts --no-audit --no-fund \
  && case "$(dpkg --print-architecture)" in \
       amd64) node_arch=x64; foundry_arch=amd64 ;; \
@@ -41,9 +46,10 @@ RUN npm ci --ignore-scripts --no-audit --no-fund \
       cp "$src" "/out/bin/${tool}"; \
     done \
  && mv node_modules/npm /out/lib/node_modules/npm \
- && mkdir -p /out/opt/playwright-mcp \
- && mv node_modules /out/opt/playwright-mcp/node_modules \
- && rm -rf /out/opt/playwright-mcp/node_modules/node-linux-* /out/opt/playwright-mcp/node_modules/@foundry-rs
+ && mkdir -p /out/opt/playwright-mcp /out/opt/sandbox-runtime \
+ && node closure.mjs node_modules/@playwright/mcp | xargs cp -a --parents -t /out/opt/playwright-mcp \
+ && node closure.mjs node_modules/@anthropic-ai/sandbox-runtime | xargs cp -a --parents -t /out/opt/sandbox-runtime \
+ && rm -rf /out/opt/sandbox-runtime/node_modules/@anthropic-ai/sandbox-runtime/vendor/srt-win
 
 # ---------------------------------------------------------------- the box
 FROM ${BASE_IMAGE}
@@ -56,7 +62,7 @@ COPY ca/ /usr/local/share/ca-certificates/imd-box/
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates curl git iptables bubblewrap socat tini iproute2 procps \
-      util-linux libcap2-bin \
+      util-linux libcap2-bin ripgrep \
  && update-ca-certificates \
  && apt-get clean && rm -rf /var/lib/apt/lists/*
 
@@ -89,7 +95,8 @@ COPY --from=fetch /out/lib/ /usr/local/lib/
 COPY --from=fetch /out/opt/ /opt/
 RUN ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \
  && ln -s ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx \
- && node --version && npm --version && forge --version
+ && node --version && npm --version && forge --version \
+ && node /opt/sandbox-runtime/node_modules/@anthropic-ai/sandbox-runtime/dist/cli.js --version
 
 # Every tool inside trusts the system bundle, which holds any CA added above.
 # PATH holds the image's own directories only: root (the entrypoint, any
@@ -100,6 +107,15 @@ ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
     IDENTITYMD_HOME=/home/imd/.identitymd \
     NPM_CONFIG_PREFIX=/home/imd/.npm-global \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+# Claude Code's managed settings (image/claude-code/README.md says where each key
+# is documented): root's, read-only, so nothing in the volume can loosen them. They
+# turn Claude's sandbox on for every Bash command, refuse to start without it and
+# keep the login, the device key and tools.env out of its reach.
+COPY image/claude-code/managed-settings.json /etc/claude-code/managed-settings.json
+RUN chmod 0755 /etc/claude-code \
+ && chmod 0644 /etc/claude-code/managed-settings.json \
+ && node -e 'JSON.parse(require("fs").readFileSync("/etc/claude-code/managed-settings.json", "utf8"))'
 
 # uid 1000; its home is the imd-worker-home volume (logins, worker, pairing).
 # No setuid or setgid file stays (su, mount, passwd, ...: nothing in the box

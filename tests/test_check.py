@@ -201,7 +201,13 @@ HEALTHY_EVIDENCE = {
         "tcp 198.51.100.53:53 EHOSTUNREACH",
     ],
     "internet": ["GET http://198.51.100.10/ -> 200"],
-    "read_jail": ["cannot read the Claude login", "the device key", "the worker can"],
+    "read_jail": [
+        "Claude's sandbox (srt, rules from /etc/claude-code/managed-settings.json)",
+        "cannot read the Claude login (canary), the device key (canary) or tools.env (canary)",
+        "nor through /proc/<pid>/root",
+        "it reads the work root",
+        "the worker can",
+    ],
     "jailed_root": [
         "unshare -U -r: list, list v6, add a chain, flush: refused",
         "bwrap --uid 0:",
@@ -209,7 +215,7 @@ HEALTHY_EVIDENCE = {
     ],
     "resources": ["memory 6.0 GiB", "pids 2048"],
     "secrets": ["~: owned by imd"],
-    "image": ["node 24.", "forge 1.7.1", "git ", "bwrap ", "socat "],
+    "image": ["node 24.", "forge 1.7.1", "git ", "bwrap ", "socat ", "rg ", "srt 0.0.83"],
     "read_only": ["/usr/local/bin: EROFS", "/etc: EROFS", "/ mounted ro"],
     "host_addrs": ["198.51.100.1:80 EHOSTUNREACH", "198.51.100.129:80 EHOSTUNREACH"],
 }
@@ -409,12 +415,66 @@ def test_15_browser_check_says_not_ok(check, has_browser):
     assert report.by_id("browser").detail == "imdt: the page did not load"
 
 
-def test_16_device_key_and_login_kept_outside_the_hidden_home(check, has_browser, test_volume):
+def test_16_device_key_and_login_kept_outside_the_denied_paths(check, has_browser, test_volume):
+    # The worker's files moved where no rule of the managed settings names them.
     env = {"IDENTITYMD_HOME": "/var/tmp/identitymd", "CLAUDE_CONFIG_DIR": "/var/tmp/claude"}
     report = check(volume=test_volume, mutate=lambda kw: kw["environment"].update(env))
     expect_failed(report, {"read_jail"}, has_browser)
     detail = report.by_id("read_jail").detail
-    assert "READ /var/tmp/claude/" in detail and "/var/tmp/identitymd/" in detail
+    assert "the sandbox READ the Claude login (canary) at /var/tmp/claude/.credentials.json" in detail
+    assert "the device key (canary) at /var/tmp/identitymd/config.json" in detail
+
+
+MANAGED = json.loads((ROOT / "image" / "claude-code" / "managed-settings.json").read_text())
+CLAUDE_SETTINGS = "/etc/claude-code/managed-settings.json"
+
+
+def managed_with(change) -> dict:
+    """A copy of the image with Claude Code's managed settings changed by `change(settings)`."""
+    settings = json.loads(json.dumps(MANAGED))
+    change(settings)
+    return {CLAUDE_SETTINGS: (json.dumps(settings).encode(), 0o644)}
+
+
+def test_16_a_deny_rule_dropped_from_the_managed_settings(check, has_browser):
+    def drop(settings):
+        settings["sandbox"]["filesystem"]["denyRead"].remove("~/.identitymd/config.json")
+
+    report = check(patch=managed_with(drop))
+    expect_failed(report, {"read_jail"}, has_browser)
+    detail = report.by_id("read_jail").detail
+    assert "the sandbox READ the device key (canary) at /home/imd/.identitymd/config.json" in detail
+    # /proc/<pid>/root stays shut: the sandbox's own namespaces refuse it whatever the rules say.
+    assert "through /proc/" not in detail
+    assert "Claude login" not in detail  # its rule stayed
+
+
+def test_16_the_managed_settings_allow_running_unsandboxed(check, has_browser):
+    def loosen(settings):
+        settings["sandbox"]["failIfUnavailable"] = False
+        settings["sandbox"]["allowUnsandboxedCommands"] = True
+
+    report = check(patch=managed_with(loosen))
+    expect_failed(report, {"read_jail"}, has_browser)
+    detail = report.by_id("read_jail").detail
+    assert "failIfUnavailable is not true" in detail and "allowUnsandboxedCommands is not false" in detail
+
+
+def test_16_no_managed_settings_at_all(check, has_browser):
+    # An empty tmpfs over /etc/claude-code (no host file: line 5 stays ok).
+    report = check(mutate=lambda kw: kw["tmpfs"].update({"/etc/claude-code": "size=1m"}))
+    expect_failed(report, {"read_jail"}, has_browser)
+    assert "ENOENT: Claude Code runs without managed settings" in report.by_id("read_jail").detail
+
+
+def test_16_a_jail_that_hides_the_work_root_too(check, has_browser):
+    # Hiding the whole home would pass a naive check: the work root must stay readable.
+    def whole_home(settings):
+        settings["sandbox"]["filesystem"]["denyRead"].append("~/.identitymd")
+
+    report = check(patch=managed_with(whole_home))
+    expect_failed(report, {"read_jail"}, has_browser)
+    assert "cannot read the work root either" in report.by_id("read_jail").detail
 
 
 def test_16_17_no_user_namespaces(check, has_browser):
@@ -538,8 +598,8 @@ def test_planted_node_breaking_twin_a_bare_name_is_fooled(check, docker_client, 
 
 def test_missing_tools_are_fail_not_crash(check, has_browser):
     # The probe is told image paths where nothing is (node and Foundry stay):
-    # iptables, bwrap, unshare, setarch, git, socat, find and sh are all "missing".
-    gone = ("iptables", "ip6tables", "bwrap", "unshare", "setarch", "git", "socat", "find", "sh")
+    # iptables, bwrap, unshare, setarch, git, socat, find, sh, rg and srt are all "missing".
+    gone = ("iptables", "ip6tables", "bwrap", "unshare", "setarch", "git", "socat", "find", "sh", "rg", "srt")
 
     def missing(kw):
         config = json.loads(kw["command"][-1])

@@ -13,6 +13,7 @@
 //  - Nothing planted in the volume answers for the image: every tool runs by its
 //    path in the image (cfg.tools), and children get a PATH of image directories.
 import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import dgram from "node:dgram";
 import dns from "node:dns";
 import fs from "node:fs";
@@ -38,14 +39,14 @@ const short = (s, n = 160) => {
 };
 
 /** Run a program; never throws. {code, out, err, missing, timedOut, spawnError} */
-function run(cmd, args = [], { timeout = TOOL_MS, input = null, env = process.env } = {}) {
+function run(cmd, args = [], { timeout = TOOL_MS, input = null, env = process.env, cwd = undefined } = {}) {
   return new Promise((resolve) => {
     let out = "";
     let err = "";
     let timedOut = false;
     let child;
     try {
-      child = spawn(tool(cmd), args, { env, stdio: [input === null ? "ignore" : "pipe", "pipe", "pipe"] });
+      child = spawn(tool(cmd), args, { env, cwd, stdio: [input === null ? "ignore" : "pipe", "pipe", "pipe"] });
     } catch (e) {
       resolve({ code: null, out, err: String(e), missing: e.code === "ENOENT", spawnError: e.code || String(e) });
       return;
@@ -66,6 +67,13 @@ function run(cmd, args = [], { timeout = TOOL_MS, input = null, env = process.en
       resolve({ code, out, err, missing: false, timedOut });
     });
   });
+}
+
+/** A tool that is a node script (srt): the image's node runs it by path, never a `node` on a PATH. */
+function runScript(name, args = [], opts = {}) {
+  const script = tool(name);
+  if (!fs.existsSync(script)) return Promise.resolve({ code: null, out: "", err: "", missing: true });
+  return run(process.execPath, [script, ...args], opts);
 }
 
 /** Why a tool run is not usable evidence, or null when it ran. */
@@ -455,78 +463,160 @@ async function browser() {
 function secretPaths() {
   const claudeDir = process.env.CLAUDE_CONFIG_DIR || path.join(HOME, ".claude");
   const imdDir = process.env.IDENTITYMD_HOME || path.join(HOME, ".identitymd");
-  return { claudeDir, imdDir, claudeLogin: path.join(claudeDir, ".credentials.json"), deviceKey: path.join(imdDir, "config.json") };
+  return {
+    claudeDir,
+    imdDir,
+    claudeLogin: path.join(claudeDir, ".credentials.json"),
+    deviceKey: path.join(imdDir, "config.json"),
+    toolsEnv: path.join(imdDir, "tools.env"),
+    workRoot: path.join(imdDir, "work"),
+  };
 }
 
 const CANARY = ".imd-box-check-canary";
+const CANARY_TEXT = "imd-box check canary: the read jail must not see this\n";
 
-/** Files the jail must not read: the real login and key when present, else a canary beside them. */
-function jailTargets() {
-  const p = secretPaths();
-  const made = [];
-  const targets = [];
-  for (const [label, dir, file] of [
-    ["the Claude login", p.claudeDir, p.claudeLogin],
-    ["the device key", p.imdDir, p.deviceKey],
-  ]) {
-    if (fs.existsSync(file)) {
-      targets.push([label, file]);
-      continue;
-    }
-    if (!fs.existsSync(dir)) {
-      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-      made.push(dir);
-    }
-    const canary = path.join(dir, CANARY);
-    fs.writeFileSync(canary, "imd-box check canary: the read jail must not see this\n", { mode: 0o600 });
-    made.push(canary);
-    targets.push([`${label} (canary)`, canary]);
+/** A file that is not there yet, made for the test (never over a real one: O_EXCL). */
+function makeCanary(file, made) {
+  const dir = path.dirname(file);
+  const missing = [];
+  for (let d = dir; d !== path.dirname(d) && !fs.existsSync(d); d = path.dirname(d)) missing.unshift(d);
+  for (const d of missing) {
+    fs.mkdirSync(d, { mode: 0o700 });
+    made.push({ path: d });
   }
-  return { targets, made };
+  fs.writeFileSync(file, CANARY_TEXT, { mode: 0o600, flag: "wx" });
+  made.push({ path: file, ino: fs.statSync(file).ino });
 }
 
+/** What the jail must not read (the real login, device key and tools.env, or a canary AT
+ * each path when it does not exist yet: the sandbox's deny rules name these files), and a
+ * file in the work root it must read. */
+function jailTargets(made) {
+  const p = secretPaths();
+  const secrets = [];
+  for (const [label, file] of [
+    ["the Claude login", p.claudeLogin],
+    ["the device key", p.deviceKey],
+    ["tools.env", p.toolsEnv],
+  ]) {
+    if (fs.existsSync(file)) {
+      secrets.push([label, file]);
+      continue;
+    }
+    makeCanary(file, made);
+    secrets.push([`${label} (canary)`, file]);
+  }
+  const work = path.join(p.workRoot, CANARY);
+  makeCanary(work, made);
+  return { secrets, work };
+}
+
+/** Remove what the test made, newest first; a file replaced meanwhile (a login written
+ * while the check ran) is not ours any more and stays. */
 function cleanup(made) {
-  for (const p of [...made].reverse()) {
+  for (const m of [...made].reverse()) {
     try {
-      fs.statSync(p).isDirectory() ? fs.rmdirSync(p) : fs.unlinkSync(p);
+      if (m.ino === undefined) fs.rmdirSync(m.path);
+      else if (fs.statSync(m.path).ino === m.ino && fs.readFileSync(m.path, "utf8") === CANARY_TEXT) fs.unlinkSync(m.path);
     } catch {}
   }
 }
 
-async function readJail() {
-  let targets, made;
+function sha256(file) {
+  return createHash("sha256").update(fs.readFileSync(file)).digest("hex");
+}
+
+/** Claude Code's managed settings, and why they do not make a read jail (null when they do). */
+function claudeSandboxSettings() {
+  const file = cfg.claude_settings;
+  let st, settings;
   try {
-    ({ targets, made } = jailTargets());
+    st = fs.statSync(file);
+    settings = JSON.parse(fs.readFileSync(file, "utf8"));
   } catch (e) {
+    return { file, why: `${file}: ${e.code || short(e.message, 80)}: Claude Code runs without managed settings` };
+  }
+  const sb = settings.sandbox || {};
+  const why = [];
+  if (st.uid !== 0 || st.mode & 0o022) why.push(`owned by uid ${st.uid}, mode ${(st.mode & 0o777).toString(8)} (imd could change it)`);
+  if (sb.enabled !== true) why.push("sandbox.enabled is not true");
+  if (sb.failIfUnavailable !== true) why.push("sandbox.failIfUnavailable is not true (Claude would run unsandboxed)");
+  if (sb.allowUnsandboxedCommands !== false) why.push("sandbox.allowUnsandboxedCommands is not false");
+  if (!Array.isArray(sb.filesystem?.denyRead)) why.push("no sandbox.filesystem.denyRead");
+  return { file, sandbox: sb, why: why.length ? `${file}: ${why.join("; ")}` : null };
+}
+
+async function readJail() {
+  const claude = claudeSandboxSettings();
+  if (claude.why) return { ok: false, detail: claude.why };
+  const made = [];
+  let secrets, work;
+  try {
+    ({ secrets, work } = jailTargets(made));
+  } catch (e) {
+    cleanup(made);
     return { ok: false, detail: `cannot set up the test in ${HOME} (${e.code || e}): nothing proved` };
   }
+  let scratch;
   try {
-    // Control: the worker itself reads each target, so the jail's refusal means something.
-    for (const [label, file] of targets) {
+    // Control: the worker itself reads each file, so the jail's refusal means something.
+    const digest = {};
+    for (const [label, file] of [...secrets, ["the work root", work]]) {
       try {
-        fs.closeSync(fs.openSync(file, "r"));
+        digest[file] = sha256(file);
       } catch (e) {
-        return { ok: false, detail: `${label}: the worker itself cannot open ${file} (${e.code}): nothing to prove` };
+        return { ok: false, detail: `${label}: the worker itself cannot read ${file} (${e.code}): nothing to prove` };
       }
     }
-    // The jail as Claude's sandbox builds it: everything read-only, the home hidden by a tmpfs.
-    // (No --proc: Docker masks /proc, so bwrap cannot mount a fresh one.)
-    const paths = targets.map(([, f]) => f);
-    const viaProc = targets.map(([, f]) => `/proc/${process.pid}/root${f}`);
-    const script = 'for f in "$@"; do if head -c1 -- "$f" >/dev/null 2>&1; then echo "READ $f"; else echo "denied $f"; fi; done';
-    const r = await run("bwrap", [
-      "--new-session", "--die-with-parent", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-      "--unshare-cgroup-try", "--ro-bind", "/", "/", "--tmpfs", HOME, "--dev", "/dev",
-      "--", tool("sh"), "-c", script, "jail", ...paths, ...viaProc,
-    ]); // prettier-ignore
-    const why = unusable("bwrap", r);
+    // The jail as Claude Code builds it for a Bash command: its sandbox library with the
+    // sandbox settings of the managed file. srt takes the same keys (filesystem,
+    // enableWeakerNestedSandbox, bwrapPath, socatPath, ripgrep) and ignores Claude's own
+    // (enabled, failIfUnavailable, ...); no network, as nothing here needs one.
+    scratch = fs.mkdtempSync(path.join(os.tmpdir(), "imd-box-check-jail-"));
+    const settings = path.join(scratch, "srt-settings.json");
+    const sb = claude.sandbox;
+    const jail = {
+      ...sb,
+      network: { allowedDomains: [], deniedDomains: [] },
+      filesystem: { allowWrite: [], denyWrite: [], ...sb.filesystem },
+    };
+    fs.writeFileSync(settings, JSON.stringify(jail));
+    // Each file is read in the jail, and through /proc/<pid>/root of this (outside) process;
+    // only a digest leaves the jail, never the content.
+    const viaProc = secrets.map(([, f]) => `/proc/${process.pid}/root${f}`);
+    const asked = [...secrets.map(([, f]) => f), ...viaProc, work];
+    const script = `for f in "$@"; do d=$(${tool("sha256sum")} -- "$f" 2>/dev/null) && echo "IMD-JAIL $f \${d%% *}" || echo "IMD-JAIL $f denied"; done`;
+    const r = await runScript("srt", ["--settings", settings, "--", tool("sh"), "-c", script, "jail", ...asked], {
+      cwd: scratch,
+      env: { ...process.env, HOME },
+    });
+    const why = unusable("srt", r);
     if (why) return { ok: false, detail: why };
-    if (r.code !== 0 || !r.out.includes("denied") && !r.out.includes("READ"))
-      return { ok: false, detail: `the jail did not start (exit ${r.code}): ${short(r.err, 120)}` };
-    const read = r.out.split("\n").filter((l) => l.startsWith("READ "));
-    if (read.length) return { ok: false, detail: `the jail READ ${read.map((l) => l.slice(5)).join(", ")}` };
-    return { ok: true, detail: `bwrap (home on a tmpfs) cannot read ${targets.map(([l]) => l).join(" or ")}; the worker can` };
+    const seen = {}; // path -> the digest the jail saw, or "denied"
+    for (const line of r.out.split("\n").filter((l) => l.startsWith("IMD-JAIL "))) {
+      const at = line.lastIndexOf(" ");
+      seen[line.slice(9, at)] = line.slice(at + 1);
+    }
+    if (r.code !== 0 || Object.keys(seen).length !== asked.length)
+      return { ok: false, detail: `the jail did not start (exit ${r.code}): ${short(r.err || r.out, 160)}` };
+    const read = [];
+    secrets.forEach(([label, f], i) => {
+      if (seen[f] === digest[f]) read.push(`${label} at ${f}`);
+      if (seen[viaProc[i]] === digest[f]) read.push(`${label} through ${viaProc[i]}`);
+    });
+    if (read.length) return { ok: false, detail: `the sandbox READ ${read.join(", ")} (rules from ${claude.file})` };
+    if (seen[work] !== digest[work])
+      return { ok: false, detail: `the sandbox cannot read the work root either (${work}): not the jail Claude runs jobs in` };
+    const labels = secrets.map(([l]) => l);
+    return {
+      ok: true,
+      detail:
+        `Claude's sandbox (srt, rules from ${claude.file}) cannot read ${labels.slice(0, -1).join(", ")} or ${labels.at(-1)}` +
+        ` — nor through /proc/<pid>/root; it reads the work root; the worker can`,
+    };
   } finally {
+    if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
     cleanup(made);
   }
 }
@@ -677,10 +767,12 @@ async function image() {
     ["forge", ["--version"], /forge Version: (\S+)/, want.forge],
     ["bwrap", ["--version"], /bubblewrap (\S+)/, null],
     ["socat", ["-V"], /socat version (\S+)/, null],
+    ["rg", ["--version"], /ripgrep (\S+)/, null],
+    ["srt", ["--version"], /^(\S+)/, want.srt],
   ];
   await Promise.all(
     tools.map(async ([name, args, re, pin]) => {
-      const r = await run(name, args);
+      const r = name === "srt" ? await runScript(name, args) : await run(name, args);
       const why = unusable(name, r);
       const m = (r.out + r.err).match(re);
       if (why || !m) bad.push(why || `${name}: no version (exit ${r.code})`);

@@ -31,6 +31,9 @@ PROBE_JS = Path(__file__).with_name("probe.mjs")
 RESULT_MARK = "IMD-BOX-CHECK "
 WALLS_UP = "walls up and verified"
 BROWSER_CHECK = "/usr/local/lib/imd-box/browser/check.mjs"
+# Claude Code's managed settings in the image (image/claude-code/): line 16 runs Claude's
+# sandbox with the rules this file gives it.
+CLAUDE_SETTINGS = "/etc/claude-code/managed-settings.json"
 # The IMD control plane's health URL (the worker's DEFAULT_SERVER, api.imd.fun).
 DEFAULT_INTERNET_URL = "https://api.imd.fun/health"
 PACKAGE_JSON = names.REPO_ROOT / "image" / "package.json"
@@ -49,6 +52,11 @@ TOOLS = {
     "socat": "/usr/bin/socat",
     "find": "/usr/bin/find",
     "sh": "/bin/sh",
+    "sha256sum": "/usr/bin/sha256sum",
+    "rg": "/usr/bin/rg",
+    # Claude Code's sandbox library (@anthropic-ai/sandbox-runtime), a node script run
+    # by the image's node; its own tools (bwrap, socat, rg) come from the managed settings.
+    "srt": "/opt/sandbox-runtime/node_modules/@anthropic-ai/sandbox-runtime/dist/cli.js",
 }
 
 
@@ -100,14 +108,18 @@ class Report:
 
 
 def pinned_versions(package_json: Path = PACKAGE_JSON) -> dict[str, str]:
-    """Node's and Foundry's pins from image/package.json (a checkout); empty when not there."""
+    """Node's, Foundry's and the sandbox runtime's pins from image/package.json (a checkout);
+    empty when not there."""
     try:
-        deps = json.loads(package_json.read_text()).get("optionalDependencies", {})
+        pkg = json.loads(package_json.read_text())
     except (OSError, ValueError):
         return {}
+    deps = {**pkg.get("dependencies", {}), **pkg.get("optionalDependencies", {})}
     pins = {}
     for name, version in deps.items():
-        if name.startswith("node-linux-"):
+        if name == "@anthropic-ai/sandbox-runtime":
+            pins["srt"] = version
+        elif name.startswith("node-linux-"):
             pins["node"] = version
         elif name.startswith("@foundry-rs/forge-linux-"):
             pins["forge"] = version
@@ -126,6 +138,7 @@ def probe_config(flags: RunFlags, internet_url: str, targets: Targets, only: Seq
         "internet_url": internet_url,
         "dns_name": dns_name,
         "browser_check": BROWSER_CHECK,
+        "claude_settings": CLAUDE_SETTINGS,
         "targets": t,
         "only": list(only),
         "expect": {

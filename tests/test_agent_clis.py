@@ -1,0 +1,171 @@
+"""The real agent CLIs, installed from npm by box's own install path, behind the walls.
+
+One module-wide volume: `install.sh agents` (lifecycle.run_install, exactly as `box
+setup`/`box runtime` run it) in a one-off box made from the product's RunFlags, on
+Docker's default bridge network with every wall up, installs the latest
+@anthropic-ai/claude-code, @openai/codex and @vibe-kit/grok-cli from npm. That box is
+the only one here that reaches off this machine, and only npm (package installs).
+Install time and the volume's size are printed (pytest -s shows them).
+
+Everything after the install runs in walled boxes on the harness's internal networks
+(no route off this machine): each CLI answers --version as imd, and the real Claude
+Code reads the image's managed settings (/etc/claude-code/managed-settings.json),
+turns its sandbox on and takes the deny rules, or refuses to start when the sandbox
+cannot, with breaking twins that remove the file or loosen it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import pytest
+
+from imdbox import lifecycle, names
+from imdbox.check.runner import CLAUDE_SETTINGS
+from tests.harness import boxes
+from tests.test_check import patched_image
+
+pytestmark = pytest.mark.usefixtures("box_image")
+
+RUNTIMES = ["claude", "codex", "grok"]
+INSTALL_SECONDS = 1800  # a cold npm cache, three CLIs (Claude Code's native binary alone is ~400 MB)
+MANAGED = json.loads((names.REPO_ROOT / "image" / "claude-code" / "managed-settings.json").read_text())
+DEBUG_LOG = "/tmp/claude-debug.log"
+# The real Claude Code, unsigned in: `-p` prints its init line (with "sandbox_enabled")
+# and a "Not logged in" answer, without asking any server. --debug-file keeps the
+# settings it loaded, each source named ("policySettings" is the managed file).
+CLAUDE_PROBE = (
+    "cd ~ && claude -p hi --output-format stream-json --verbose --debug-file "
+    f"{DEBUG_LOG} </dev/null; echo claude-exit=$?; grep -F policySettings {DEBUG_LOG} || true"
+)
+
+
+@pytest.fixture(scope="module")
+def agents(docker_client, box_image):
+    """A test volume with the three CLIs, installed by install.sh in a walled box on `bridge`."""
+    volume = f"{boxes.PREFIX}agents-{uuid.uuid4().hex[:8]}"
+    docker_client.volumes.create(volume, labels={"imd-test": "1"})
+    saved = (names.IMAGE, names.VOLUME, names.NETWORK)
+    mp = pytest.MonkeyPatch()
+    try:
+        # The product's own names point at the test image and volume; the npm specs are
+        # install.sh's defaults (@latest from npm), never a test feed.
+        names.IMAGE, names.VOLUME, names.NETWORK = box_image, volume, "bridge"
+        for key in lifecycle.PASSTHROUGH_ENV:
+            mp.delenv(key, raising=False)
+        started = time.monotonic()
+        lifecycle.run_install(docker_client, "agents", lifecycle.install_env(RUNTIMES, 2))
+        seconds = time.monotonic() - started
+        names.IMAGE, names.VOLUME, names.NETWORK = saved
+        sizes = volume_sizes(docker_client, box_image, volume)
+        print(
+            f"\n[agents] install.sh agents ({','.join(RUNTIMES)}) took {seconds:.0f} s; volume {sizes['total']}"
+            f" (npm global {sizes['global']}, npm cache {sizes['cache']})"
+        )
+        yield volume
+    finally:
+        names.IMAGE, names.VOLUME, names.NETWORK = saved
+        mp.undo()
+        for c in docker_client.containers.list(all=True, filters={"volume": volume}):
+            c.remove(force=True)
+        docker_client.volumes.get(volume).remove(force=True)
+
+
+def volume_sizes(client, image: str, volume: str) -> dict[str, str]:
+    """`du` of the volume, its npm prefix and its npm cache, in a box with no network."""
+    out = client.containers.run(
+        image,
+        # One du each: given a folder and its parent at once, du counts the folder once and names only one.
+        entrypoint=["/bin/sh", "-c", "for d in /v /v/.npm-global /v/.npm; do /usr/bin/du -sh $d; done"],
+        command=[],
+        volumes={volume: {"bind": "/v", "mode": "ro"}},
+        network_mode="none",
+        user="1000:1000",
+        labels={"imd-test": "1"},
+        remove=True,
+    ).decode()
+    size = dict(reversed(line.split("\t")) for line in out.strip().splitlines())
+    return {"total": size["/v"], "global": size["/v/.npm-global"], "cache": size["/v/.npm"]}
+
+
+def in_walled_box(client, image, topology, volume, script: str, mutate=None, timeout: float = 180) -> tuple[int, str]:
+    """`script` as the worker, in a box with its walls on the internal networks."""
+    box = boxes.create_walled(
+        client, image, topology, volume=volume, command=["/bin/bash", "-c", script], mutate=mutate
+    )
+    try:
+        box.start()
+        return boxes.wait_exit(box, timeout=timeout)
+    finally:
+        box.remove(force=True)
+
+
+def test_each_cli_answers_version_as_imd(docker_client, box_image, topology, agents):
+    script = 'for c in claude codex grok; do echo "== $c $(id -un) $(command -v $c)"; $c --version; echo "rc=$?"; done'
+    code, logs = in_walled_box(docker_client, box_image, topology, agents, script)
+    assert code == 0, logs
+    for cli in ("claude", "codex", "grok"):
+        section = logs.split(f"== {cli} ", 1)[1].split("rc=", 1)
+        header, version = section[0].split("\n", 1)
+        assert header.startswith(f"imd /home/imd/.npm-global/bin/{cli}"), logs
+        assert section[1].startswith("0"), f"{cli} --version failed:\n{logs}"
+        assert any(ch.isdigit() for ch in version), f"{cli} printed no version:\n{logs}"
+        print(f"[agents] {cli}: {version.strip()}")
+
+
+def init_line(logs: str) -> dict:
+    for line in logs.splitlines():
+        if line.startswith('{"type":"system","subtype":"init"'):
+            return json.loads(line)
+    raise AssertionError(f"Claude Code printed no init line:\n{logs}")
+
+
+def test_claude_code_loads_the_managed_settings(docker_client, box_image, topology, agents):
+    code, logs = in_walled_box(docker_client, box_image, topology, agents, CLAUDE_PROBE)
+    assert code == 0 and "claude-exit=" in logs, logs
+    assert init_line(logs)["sandbox_enabled"] is True, logs
+    deny = MANAGED["permissions"]["deny"]
+    expected = (
+        f"Adding {len(deny)} deny rule(s) to destination 'policySettings': {json.dumps(deny, separators=(',', ':'))}"
+    )
+    assert expected in logs, logs
+
+
+def test_breaking_twin_without_the_managed_file_claude_runs_unsandboxed(docker_client, box_image, topology, agents):
+    # An empty tmpfs over /etc/claude-code: the image without its managed settings.
+    def no_managed_settings(kw):
+        kw["tmpfs"] = {**kw["tmpfs"], "/etc/claude-code": "size=1m"}
+
+    code, logs = in_walled_box(docker_client, box_image, topology, agents, CLAUDE_PROBE, mutate=no_managed_settings)
+    assert code == 0 and "claude-exit=" in logs, logs
+    assert init_line(logs)["sandbox_enabled"] is False, logs
+    assert "destination 'policySettings'" not in logs, logs
+
+
+def managed_with(**sandbox) -> dict:
+    settings = json.loads(json.dumps(MANAGED))
+    settings["sandbox"].update(sandbox)
+    return {CLAUDE_SETTINGS: (json.dumps(settings).encode(), 0o644)}
+
+
+def test_claude_refuses_to_start_when_the_sandbox_cannot(docker_client, box_image, topology, agents):
+    # The managed file names a bwrap that is not there: the sandbox cannot start.
+    no_bwrap = managed_with(bwrapPath="/usr/bin/imdt-no-bwrap")
+    with patched_image(docker_client, box_image, no_bwrap) as image:
+        code, logs = in_walled_box(docker_client, image, topology, agents, CLAUDE_PROBE)
+    assert "claude-exit=1" in logs, logs
+    assert "Refusing to start without a working sandbox" in logs, logs
+    assert '"subtype":"init"' not in logs, logs  # no session, so no command ever ran unsandboxed
+
+
+def test_breaking_twin_without_fail_if_unavailable_claude_starts_unsandboxed(
+    docker_client, box_image, topology, agents
+):
+    loose = managed_with(bwrapPath="/usr/bin/imdt-no-bwrap", failIfUnavailable=False)
+    with patched_image(docker_client, box_image, loose) as image:
+        code, logs = in_walled_box(docker_client, image, topology, agents, CLAUDE_PROBE)
+    assert "Refusing to start without a working sandbox" not in logs, logs
+    assert "Commands will run WITHOUT sandboxing" in logs, logs
+    assert init_line(logs)["sandbox_enabled"] is False, logs

@@ -1,0 +1,180 @@
+"""Claude's sandbox is the read jail: the image's managed settings, applied by the
+sandbox library Claude Code is built on, keep the worker's secrets from a job's
+commands and leave the work root readable.
+
+Claude Code wraps each Bash command with @anthropic-ai/sandbox-runtime (`srt`). These
+tests run the image's own copy of it, as imd, in a box with the worker's walls on the
+harness's internal networks, with the `sandbox` block of
+/etc/claude-code/managed-settings.json (the file Claude Code reads) turned into srt's
+settings exactly as `box check` line 16 does: srt takes the same keys and ignores
+Claude's own. Each wall shows both sides (the worker itself reads what the sandbox
+cannot), and the breaking twin drops one deny rule from a copy of the settings.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import uuid
+
+import pytest
+
+from imdbox.check.runner import CLAUDE_SETTINGS, TOOLS
+from imdbox.engine import AS_IMD
+from imdbox.names import REPO_ROOT
+from tests.harness import boxes
+
+pytestmark = pytest.mark.usefixtures("box_image")
+
+MANAGED = json.loads((REPO_ROOT / "image" / "claude-code" / "managed-settings.json").read_text())
+HOME = "/home/imd"
+SECRETS = {
+    "login": f"{HOME}/.claude/.credentials.json",
+    "device key": f"{HOME}/.identitymd/config.json",
+    "tools.env": f"{HOME}/.identitymd/tools.env",
+}
+WORK_FILE = f"{HOME}/.identitymd/work/job-1/index.html"
+JAIL_DIR = "/tmp/imdt-jail"  # srt's settings and its working directory (the box's /tmp)
+
+# The managed file's `sandbox` block as srt settings (the same mapping as probe.mjs):
+# no network, nothing writable, the file's filesystem rules, bwrap/socat/rg paths and
+# the weaker nested mode. argv: the output file, then deny entries to leave out (the
+# breaking twin's "copy without the rule").
+DERIVE = r"""
+const fs = require("fs");
+const [out, ...drop] = process.argv.slice(1);
+const sb = JSON.parse(fs.readFileSync(process.env.MANAGED, "utf8")).sandbox;
+const denyRead = sb.filesystem.denyRead.filter((p) => !drop.includes(p));
+const jail = {
+  ...sb,
+  network: { allowedDomains: [], deniedDomains: [] },
+  filesystem: { allowWrite: [], denyWrite: [], ...sb.filesystem, denyRead },
+};
+fs.writeFileSync(out, JSON.stringify(jail));
+"""
+
+
+@pytest.fixture(scope="module")
+def home(docker_client):
+    vol = docker_client.volumes.create(boxes.unique("sandbox-home"), labels={"imd-test": "1"})
+    yield vol.name
+    for c in docker_client.containers.list(all=True, filters={"volume": vol.name}):
+        c.remove(force=True)
+    vol.remove(force=True)
+
+
+@pytest.fixture(scope="module")
+def box(docker_client, box_image, topology, home):
+    container = boxes.start_walled(docker_client, box_image, topology, volume=home)
+    yield container
+    container.remove(force=True)
+
+
+@pytest.fixture(scope="module")
+def marks(box) -> dict[str, str]:
+    """As imd: a login, a device key, tools.env and a job's file, each with a mark of its own."""
+    marks = {label: f"imdt-{label.replace(' ', '-')}-{uuid.uuid4().hex}" for label in [*SECRETS, "work"]}
+    files = {**{SECRETS[k]: marks[k] for k in SECRETS}, WORK_FILE: marks["work"]}
+    seed = " && ".join(f"mkdir -p {shlex.quote(f.rsplit('/', 1)[0])} && echo {m} > {f}" for f, m in files.items())
+    code, out = as_imd(box, f"{seed} && mkdir -p {JAIL_DIR}")
+    assert code == 0, out
+    return marks
+
+
+def as_imd(container, script: str, timeout: int = 60) -> tuple[int, str]:
+    """A shell command with the worker's own powers (the drop `box shell` uses)."""
+    return boxes.run(container, [*AS_IMD, "/bin/bash", "-c", script], user="root", timeout=timeout)
+
+
+def derive(container, name: str, *drop: str) -> str:
+    path = f"{JAIL_DIR}/{name}.json"
+    cmd = ["/usr/local/bin/node", "-e", DERIVE, path, *drop]
+    code, out = as_imd(container, f"MANAGED={CLAUDE_SETTINGS} {shlex.join(cmd)}")
+    assert code == 0, out
+    return path
+
+
+def sandboxed(container, settings: str, command: str) -> tuple[int, str]:
+    """`command` wrapped by srt with these settings, as Claude Code wraps a Bash command."""
+    srt = ["/usr/local/bin/node", TOOLS["srt"], "--settings", settings, "--", "/bin/sh", "-c", command]
+    return as_imd(container, f"cd {JAIL_DIR} && {shlex.join(srt)}")
+
+
+@pytest.fixture(scope="module")
+def managed(box, marks):
+    return derive(box, "managed")
+
+
+def test_the_managed_settings_are_roots_and_what_the_repo_says(box):
+    code, out = as_imd(box, f"stat -c '%u %a' {CLAUDE_SETTINGS} /etc/claude-code && cat {CLAUDE_SETTINGS}")
+    assert code == 0, out
+    owner_file, owner_dir, text = out.split("\n", 2)
+    assert owner_file == "0 644" and owner_dir == "0 755", out
+    assert json.loads(text) == MANAGED
+    code, out = as_imd(box, f"echo '{{}}' > {CLAUDE_SETTINGS}")
+    assert code != 0 and "Read-only file system" in out, out
+
+
+def test_the_settings_turn_the_sandbox_on_with_no_way_around_it():
+    sb = MANAGED["sandbox"]
+    assert sb["enabled"] is True and sb["failIfUnavailable"] is True and sb["allowUnsandboxedCommands"] is False
+    assert sb["enableWeakerNestedSandbox"] is True  # Docker masks /proc: the sandbox cannot mount a fresh one
+    assert (sb["bwrapPath"], sb["socatPath"], sb["ripgrep"]) == (
+        "/usr/bin/bwrap",
+        "/usr/bin/socat",
+        {"command": "/usr/bin/rg"},
+    )
+    home_paths = {f"~{path[len(HOME) :]}" for path in SECRETS.values()}
+    assert set(sb["filesystem"]["denyRead"]) == home_paths
+    # The same files as permission rules (Claude's own Read/Edit tools), and never the work root.
+    assert set(MANAGED["permissions"]["deny"]) == {f"{tool}({p})" for p in home_paths for tool in ("Read", "Edit")}
+    # No rule reaches the work root (~/.identitymd/work), where jobs read and write.
+    ruled = [*sb["filesystem"]["denyRead"], *(r[r.index("(") + 1 : -1] for r in MANAGED["permissions"]["deny"])]
+    assert not any(covers(p, "~/.identitymd/work") for p in ruled), ruled
+
+
+def covers(rule: str, path: str) -> bool:
+    """Whether a path rule (a file, a folder, or a folder/** glob) reaches `path`."""
+    base = rule.removesuffix("/**").rstrip("/")
+    return path == base or path.startswith(base + "/")
+
+
+@pytest.mark.parametrize("secret", sorted(SECRETS))
+def test_a_sandboxed_read_of_each_secret_fails_and_the_worker_reads_it(box, managed, marks, secret):
+    mark = marks[secret]
+    code, out = as_imd(box, f"cat {SECRETS[secret]}")
+    assert code == 0 and mark in out, f"control: the worker cannot read its own {secret}: {out}"
+    code, out = sandboxed(box, managed, f"cat {SECRETS[secret]}")
+    assert code != 0 and mark not in out, f"the sandbox read the {secret}: {out}"
+    assert "Permission denied" in out or "No such file" in out, out
+
+
+def test_a_sandboxed_read_in_the_work_root_succeeds(box, managed, marks):
+    code, out = sandboxed(box, managed, f"cat {WORK_FILE} && ls {HOME}/.identitymd/work")
+    assert code == 0 and marks["work"] in out and "job-1" in out, out
+
+
+def test_nor_through_proc_root_of_a_process_outside(box, managed, marks):
+    pid = boxes.pid_of(box, "^sleep infinity")  # the worker's own process, outside the sandbox
+    via_proc = f"/proc/{pid}/root{SECRETS['device key']}"
+    code, out = as_imd(box, f"cat {via_proc}")
+    assert code == 0 and marks["device key"] in out, f"control: {out}"
+    code, out = sandboxed(box, managed, f"cat {via_proc}")
+    assert code != 0 and marks["device key"] not in out, out
+
+
+def test_a_sandboxed_command_cannot_make_a_user_namespace(box, managed):
+    # Nested namespaces would let a command take the deny mounts out of its own view.
+    code, out = as_imd(box, "unshare -U -r true && echo unshared")
+    assert code == 0 and "unshared" in out, f"control: the box allows user namespaces: {out}"
+    code, out = sandboxed(box, managed, "unshare -U -r true && echo unshared")
+    assert code != 0 and "unshared" not in out, out
+
+
+def test_breaking_twin_a_copy_without_the_device_keys_rule_reads_it(box, marks):
+    broken = derive(box, "broken", "~/.identitymd/config.json")
+    code, out = sandboxed(box, broken, f"cat {SECRETS['device key']}")
+    assert code == 0 and marks["device key"] in out, out
+    # Only that rule went: the login stays hidden under the same copy.
+    code, out = sandboxed(box, broken, f"cat {SECRETS['login']}")
+    assert code != 0 and marks["login"] not in out, out

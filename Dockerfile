@@ -57,9 +57,14 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
 COPY ca/ /usr/local/share/ca-certificates/imd-box/
 # Versions come from the signed trixie archive; pinning exact Debian revisions
-# would break every rebuild after a security update.
+# would break every rebuild after a security update. `box update` sets APT_REFRESH
+# to the moment of the update, so this layer and the ones below are rebuilt with
+# the newest trixie packages; `box build` passes the value the current image was
+# built with (its label below), so a plain build keeps them cached.
+ARG APT_REFRESH=
 # hadolint ignore=DL3008
-RUN apt-get update \
+RUN echo "Debian packages as of: ${APT_REFRESH:-the first build}" \
+ && apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates curl git iptables bubblewrap socat tini iproute2 procps \
       util-linux libcap2-bin ripgrep \
@@ -134,7 +139,11 @@ COPY entrypoint.sh /usr/local/bin/entrypoint.sh
 # above keeps its cache (a build arg declared earlier is part of each RUN's cache key).
 ARG VERSION=dev
 ARG REVISION=unknown
-LABEL org.opencontainers.image.title="IMD Box" \
+ARG BASE_IMAGE
+# What the next `box build` / `box update` builds on again (imdbox/images.py).
+LABEL io.identitymd.box.base-image="${BASE_IMAGE}" \
+      io.identitymd.box.apt-refresh="${APT_REFRESH}" \
+      org.opencontainers.image.title="IMD Box" \
       org.opencontainers.image.description="A walled Debian container for the IMD worker: no host files, no host network, only the internet." \
       org.opencontainers.image.source="https://github.com/Identity-md/box" \
       org.opencontainers.image.licenses="MIT" \

@@ -248,7 +248,7 @@ class Bench:
             self.client.api,
             tag=self.image,
             base_image=self.args.base_image,
-            ca_file=Path(self.args.ca_cert) if self.args.ca_cert else None,
+            ca_certs=self.build.read_ca_file(Path(self.args.ca_cert)) if self.args.ca_cert else None,
             no_cache=no_cache,
             on_line=lines.append,
         )

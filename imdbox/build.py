@@ -12,6 +12,7 @@ import io
 import re
 import subprocess
 import tarfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Callable, Optional
@@ -20,6 +21,13 @@ from . import names
 
 # What the Dockerfile COPYs; nothing else is sent to the engine.
 CONTEXT_FILES = ("Dockerfile", "entrypoint.sh", "image", "firewall", "worker", "browser", "ca")
+
+# Where the image keeps the extra CA certificates it was built with (the
+# Dockerfile's `COPY ca/`), and the labels that say what it was built on: the
+# next build and update read them back, so they rebuild the same way.
+CA_DIR = "/usr/local/share/ca-certificates/imd-box"
+BASE_LABEL = f"{names.LABEL}.base-image"
+APT_LABEL = f"{names.LABEL}.apt-refresh"
 
 _PEM = re.compile(r"-----BEGIN CERTIFICATE-----\s.*?-----END CERTIFICATE-----", re.S)
 
@@ -81,8 +89,13 @@ def git_revision(root: Path = names.REPO_ROOT) -> str:
     return out.stdout.strip() or "unknown"
 
 
-def build_args(base_image: str, version: str, revision: str) -> dict[str, str]:
-    return {"BASE_IMAGE": base_image, "VERSION": version, "REVISION": revision}
+def build_args(base_image: str, version: str, revision: str, apt_refresh: str = "") -> dict[str, str]:
+    return {"BASE_IMAGE": base_image, "VERSION": version, "REVISION": revision, "APT_REFRESH": apt_refresh}
+
+
+def apt_refresh_stamp() -> str:
+    """A new APT_REFRESH value: the moment of the update (UTC)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def build_image(
@@ -90,20 +103,21 @@ def build_image(
     *,
     tag: str = names.IMAGE,
     base_image: str = names.DEFAULT_BASE_IMAGE,
-    ca_file: Optional[Path] = None,
+    ca_certs: Optional[list[str]] = None,
+    apt_refresh: str = "",
     no_cache: bool = False,
     root: Path = names.REPO_ROOT,
     on_line: Callable[[str], None] = lambda line: None,
 ) -> str:
     """Build through the engine's API (`api` is a docker.APIClient); return the image id.
 
-    Every line the build prints goes to `on_line`; a failed step raises BuildError
-    with the engine's message and the last lines before it.
+    `ca_certs`: extra PEM certificates (read_ca_file). `apt_refresh`: a new value
+    rebuilds the Debian package layers. Every line the build prints goes to `on_line`;
+    a failed step raises BuildError with the engine's message and the last lines before it.
     """
     from . import __version__
 
-    certs = read_ca_file(ca_file) if ca_file else []
-    context = context_tar(root, certs)
+    context = context_tar(root, ca_certs)
     stream: Iterator[dict] = api.build(
         fileobj=context,
         custom_context=True,
@@ -112,7 +126,7 @@ def build_image(
         rm=True,
         forcerm=True,
         pull=False,
-        buildargs=build_args(base_image, __version__, git_revision(root)),
+        buildargs=build_args(base_image, __version__, git_revision(root), apt_refresh),
         decode=True,
     )
     image_id = None

@@ -74,12 +74,17 @@ def pull(
     _run(go)
 
 
+BASE_HELP = f"The Debian trixie base image (default: the current image's, else {names.DEFAULT_BASE_IMAGE})."
+CA_HELP = (
+    "A PEM file of extra CA certificates (a TLS-inspecting network or proxy); "
+    "default: the ones the current image was built with."
+)
+
+
 @app.command(short_help="Build the image from this checkout (live progress).")
 def build(
-    base_image: str = typer.Option(names.DEFAULT_BASE_IMAGE, "--base-image", help="The Debian trixie base image."),
-    ca_cert: Optional[Path] = typer.Option(
-        None, "--ca-cert", help="A PEM file of extra CA certificates (a TLS-inspecting network or proxy)."
-    ),
+    base_image: Optional[str] = typer.Option(None, "--base-image", help=BASE_HELP),
+    ca_cert: Optional[Path] = typer.Option(None, "--ca-cert", help=CA_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help="Rebuild every layer."),
 ) -> None:
     """Build the box image from this checkout, with live progress."""
@@ -145,8 +150,8 @@ def status() -> None:
 
 @app.command(short_help="Rebuild or re-pull; recreate the box, keep the volume.")
 def update(
-    base_image: str = typer.Option(names.DEFAULT_BASE_IMAGE, "--base-image", help="For a rebuild: the base image."),
-    ca_cert: Optional[Path] = typer.Option(None, "--ca-cert", help="For a rebuild: extra CA certificates (PEM)."),
+    base_image: Optional[str] = typer.Option(None, "--base-image", help="For a rebuild: " + BASE_HELP),
+    ca_cert: Optional[Path] = typer.Option(None, "--ca-cert", help="For a rebuild: " + CA_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help="For a rebuild: rebuild every layer."),
 ) -> None:
     """Rebuild (or re-pull) the image, recreate the box keeping the volume, refresh the agent CLIs."""

@@ -16,7 +16,7 @@ import docker
 import docker.errors
 
 from . import hostaddrs, names
-from .runflags import SYSTEM_PATH, EngineLimits, RunFlags
+from .runflags import SYSTEM_PATH, EngineLimits, RunFlags, image_reader_kwargs
 from .throwaway import throwaway
 
 WALLS_UP = b"walls up and verified"
@@ -180,6 +180,24 @@ def read_volume_file(client, path: str) -> Optional[bytes]:
                 return member.linkname.encode()
             handle = tar.extractfile(member)
             return handle.read() if handle else b""
+
+
+def image_files(client, image_ref: str, directory: str) -> dict[str, bytes]:
+    """The regular files directly in `directory` of an image, by name, copied out of a
+    created (never started) container with no volume and no network."""
+    with throwaway(client, image_reader_kwargs(image_ref)) as reader:
+        try:
+            chunks, _ = reader.get_archive(directory)
+        except docker.errors.NotFound:
+            return {}
+        files = {}
+        with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
+            for member in tar:
+                parts = member.name.split("/")
+                handle = tar.extractfile(member) if member.isreg() and len(parts) == 2 else None
+                if handle:
+                    files[parts[1]] = handle.read()
+        return files
 
 
 def volume_has(client, path: str) -> bool:

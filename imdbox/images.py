@@ -9,7 +9,7 @@ import docker.errors
 from docker.utils import parse_repository_tag
 
 from . import build as build_mod
-from . import names, ui
+from . import engine, names, ui
 from .engine import BoxError
 
 
@@ -51,8 +51,29 @@ def pull(client, reference: str) -> None:
     ui.ok(f"pulled {repo}:{tag} ({image.short_id.split(':')[-1]}) and tagged it {names.IMAGE}")
 
 
-def build(client, base_image: str, ca_file: Optional[Path], no_cache: bool) -> None:
+def build(
+    client, base_image: Optional[str], ca_file: Optional[Path], no_cache: bool, refresh_apt: bool = False
+) -> None:
+    """Build the box image. What is not given is taken from the current image (its
+    base, its extra CA certificates), so rebuilds keep their cache and their trust;
+    `refresh_apt` (box update) rebuilds the Debian package layers with today's packages."""
+    current = engine.image(client, required=False)
+    labels = (current.labels or {}) if current else {}
+    base_image = base_image or labels.get(build_mod.BASE_LABEL) or names.DEFAULT_BASE_IMAGE
+    try:
+        if ca_file:
+            certs = build_mod.read_ca_file(ca_file)
+        else:
+            files = engine.image_files(client, current.id, build_mod.CA_DIR) if current else {}
+            certs = [files[n].decode() for n in sorted(files) if n.endswith(".crt")]
+            if certs:
+                ui.say(f"with the {len(certs)} extra CA certificate(s) the current image was built with")
+    except build_mod.BuildError as exc:
+        raise BoxError(str(exc)) from None
+    apt_refresh = build_mod.apt_refresh_stamp() if refresh_apt else labels.get(build_mod.APT_LABEL, "")
     ui.step(f"building {names.IMAGE} from {names.REPO_ROOT} (base {base_image})")
+    if refresh_apt:
+        ui.say("with the newest Debian trixie packages (the package layers are rebuilt)")
 
     def on_line(line: str) -> None:
         if line.startswith("Step "):
@@ -65,7 +86,8 @@ def build(client, base_image: str, ca_file: Optional[Path], no_cache: bool) -> N
             client.api,
             tag=names.IMAGE,
             base_image=base_image,
-            ca_file=ca_file,
+            ca_certs=certs,
+            apt_refresh=apt_refresh,
             no_cache=no_cache,
             on_line=on_line,
         )

@@ -426,7 +426,7 @@ def update(base_image: str, ca_file: Optional[Path], no_cache: bool) -> None:
         ui.step("rebuilding the box image from this checkout")
         from .images import build
 
-        build(client, base_image, ca_file, no_cache)
+        build(client, base_image, ca_file, no_cache, refresh_apt=True)
     was_running = container is not None and container.status in ("running", "restarting")
     if container is not None:
         if was_running:

@@ -70,6 +70,22 @@ def host_lister_kwargs(image: str) -> dict:
     )
 
 
+def image_reader_kwargs(image: str) -> dict:
+    """A container that is only created, never started, to copy files out of an image
+    (the CA certificates a build remembers): no volume, no network, nothing runs."""
+    return dict(
+        image=image,
+        entrypoint=["/bin/true"],
+        command=[],
+        user="65534:65534",
+        network_mode="none",
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges:true"],
+        read_only=True,
+        labels={names.LABEL: "1", f"{names.LABEL}.role": "image-reader"},
+    )
+
+
 @dataclass(frozen=True)
 class EngineLimits:
     """What the Docker engine has: the box takes at most that."""

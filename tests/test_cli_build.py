@@ -1,5 +1,5 @@
-"""`box build` itself: the CLI path users run, against the real engine (layer cache warm
-from the session's `box_image`, so this takes seconds)."""
+"""`box build` and `box update`'s rebuild: the CLI path users run, against the real engine
+(layer cache warm from the session's `box_image`; only the update rebuilds the apt layers)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import uuid
 import docker
 import pytest
 
+from imdbox import build, engine
+from tests.fake_worker.fixtures import box_env
 from tests.harness.image import BASE_IMAGE, CA_FILE
 
 
@@ -48,3 +50,43 @@ def test_a_bad_ca_certificate_is_one_clear_line_and_builds_nothing(docker_client
     assert "Traceback" not in r.stderr
     with pytest.raises(docker.errors.ImageNotFound):
         docker_client.images.get(image_tag)
+
+
+def _apt_layers(client, ref: str) -> list[str]:
+    """The ids of the image's Debian package layers (the box stage's apt-get RUNs)."""
+    return [h["Id"] for h in client.api.history(ref) if "apt-get install" in h["CreatedBy"]]
+
+
+def _ca_files(client, ref: str) -> dict[str, bytes]:
+    return engine.image_files(client, ref, build.CA_DIR)
+
+
+def test_update_refreshes_debian_packages_and_a_plain_build_stays_warm(docker_client, box_image, topology):
+    """`box update` rebuilds the apt layers; `box build` with no flags rebuilds nothing.
+    Neither is given the base or the CA: both come back from the current image."""
+    with box_env(docker_client, box_image) as bx:
+        first = docker_client.images.get(bx.image)
+        assert len(_apt_layers(docker_client, bx.image)) == 2
+
+        r = bx.run("build", timeout=900)
+        assert r.returncode == 0, r.all
+        assert "extra CA certificate(s) the current image was built with" in r.all
+        assert f"(base {BASE_IMAGE})" in r.all
+        assert docker_client.images.get(bx.image).id == first.id, "a plain build is all cache: the same image"
+
+        r = bx.run("update", timeout=900)
+        assert r.returncode == 0, r.all
+        assert "newest Debian trixie packages" in r.all
+        updated = docker_client.images.get(bx.image)
+        assert updated.id != first.id
+        assert updated.labels[build.APT_LABEL], "the update's moment is kept for the next build"
+        before, after = _apt_layers(docker_client, first.id), _apt_layers(docker_client, bx.image)
+        assert len(after) == 2 and not set(before) & set(after), "every apt layer was rebuilt"
+        # The CA certificates were remembered, not dropped: same files in the image.
+        ca_then = _ca_files(docker_client, first.id)
+        assert ca_then and _ca_files(docker_client, updated.id) == ca_then
+
+        r = bx.run("build", timeout=900)
+        assert r.returncode == 0, r.all
+        assert docker_client.images.get(bx.image).id == updated.id, "after an update, a plain build stays warm"
+        assert _apt_layers(docker_client, bx.image) == after

@@ -42,7 +42,7 @@ def build_test_image(client: docker.DockerClient, log_path: Path) -> str:
             client.api,
             tag=TEST_IMAGE,
             base_image=BASE_IMAGE,
-            ca_file=ca if ca and ca.is_file() else None,
+            ca_certs=build.read_ca_file(ca) if ca and ca.is_file() else None,
             on_line=lambda line: log.write(line + "\n"),
         )
         log.write(f"built {TEST_IMAGE} in {time.monotonic() - started:.1f}s\n")

@@ -163,8 +163,11 @@ export async function check({ html, expect, launcher, deadlineMs = DEADLINE_MS }
     let nav = await session.callTool("browser_navigate", { url: page.url });
     // Chromium drops a load when it sees the box's network settle (an IPv6 address
     // leaving its tentative state a second after start): a fact of the first
-    // seconds, not of the walls. One more try then; anything else is the answer.
-    if (nav.isError && nav.text.includes("net::ERR_NETWORK_CHANGED")) {
+    // seconds, not of the walls. It shows as that error or as the load being cut by
+    // Chromium's own error page. One more try then; anything else is the answer.
+    const networkChanged = (text) =>
+      text.includes("net::ERR_NETWORK_CHANGED") || text.includes("another navigation to \"chrome-error://");
+    if (nav.isError && networkChanged(nav.text)) {
       nav = await session.callTool("browser_navigate", { url: page.url });
     }
     if (nav.isError) return { ok: false, detail: `could not load ${page.url}: ${firstLines(nav.text)}` };

@@ -22,10 +22,9 @@ from . import names
 # What the Dockerfile COPYs; nothing else is sent to the engine.
 CONTEXT_FILES = ("Dockerfile", "entrypoint.sh", "image", "firewall", "worker", "browser", "ca")
 
-# Where the image keeps the extra CA certificates it was built with (the
-# Dockerfile's `COPY ca/`), and the labels that say what it was built on: the
-# next build and update read them back, so they rebuild the same way.
-CA_DIR = "/usr/local/share/ca-certificates/imd-box"
+# The labels that say what an image was built on; with the CA certificates it
+# keeps (layout.CA_DIR), the next build and update read them back, so they
+# rebuild the same way.
 BASE_LABEL = f"{names.LABEL}.base-image"
 APT_LABEL = f"{names.LABEL}.apt-refresh"
 

@@ -16,6 +16,7 @@ import docker
 import docker.errors
 
 from . import hostaddrs, names
+from .errors import BoxError
 from .runflags import SYSTEM_PATH, EngineLimits, RunFlags, image_reader_kwargs
 from .throwaway import throwaway
 
@@ -29,14 +30,6 @@ IMD_PATH = f"{names.HOME}/.npm-global/bin/imd"
 WORKER_CONFIG_PATH = f"{names.HOME}/.identitymd/config.json"
 INSTALL_SH = "/usr/local/lib/imd-box/worker/install.sh"
 FORBIDDEN_NETWORKS = ("host", "none")
-
-
-class BoxError(Exception):
-    """A clear one-line reason the command cannot go on; nothing was changed unless it says so."""
-
-    def __init__(self, message: str, code: int = 1):
-        super().__init__(message)
-        self.code = code
 
 
 def connect() -> docker.DockerClient:

@@ -10,7 +10,8 @@ from docker.utils import parse_repository_tag
 
 from . import build as build_mod
 from . import engine, names, ui
-from .engine import BoxError
+from .errors import BoxError
+from .layout import CA_DIR
 
 
 def pull(client, reference: str) -> None:
@@ -64,7 +65,7 @@ def build(
         if ca_file:
             certs = build_mod.read_ca_file(ca_file)
         else:
-            files = engine.image_files(client, current.id, build_mod.CA_DIR) if current else {}
+            files = engine.image_files(client, current.id, CA_DIR) if current else {}
             certs = [files[n].decode() for n in sorted(files) if n.endswith(".crt")]
             if certs:
                 ui.say(f"with the {len(certs)} extra CA certificate(s) the current image was built with")

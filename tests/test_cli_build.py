@@ -3,22 +3,21 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import uuid
 
 import docker
 import pytest
 
 from imdbox import build, engine
+from imdbox.layout import CA_DIR
 from tests.fake_worker.fixtures import box_env
+from tests.harness.cli import cli_env, run_box
 from tests.harness.image import BASE_IMAGE, CA_FILE
 
 
 def _box(*args: str, image: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "IMD_BOX_IMAGE": image}
-    return subprocess.run([sys.executable, "-m", "imdbox", *args], env=env, capture_output=True, text=True, timeout=900)
+    return run_box(*args, env=cli_env(IMD_BOX_IMAGE=image), timeout=900)
 
 
 @pytest.fixture
@@ -58,7 +57,7 @@ def _apt_layers(client, ref: str) -> list[str]:
 
 
 def _ca_files(client, ref: str) -> dict[str, bytes]:
-    return engine.image_files(client, ref, build.CA_DIR)
+    return engine.image_files(client, ref, CA_DIR)
 
 
 def test_update_refreshes_debian_packages_and_a_plain_build_stays_warm(docker_client, box_image, topology):

@@ -1,0 +1,17 @@
+"""Where things are inside the box image: the Dockerfile puts them there, and every
+command box runs in a box names them by these absolute paths (root never resolves a
+bare name, HACKING.md). tests/test_browser_unit.py and the image tests hold the
+Dockerfile to them."""
+
+LIB = "/usr/local/lib/imd-box"  # the repo's worker/, browser/ and firewall/ folders
+WORKER_DIR = f"{LIB}/worker"
+BROWSER_DIR = f"{LIB}/browser"
+AS_IMD = f"{WORKER_DIR}/as-imd"  # the one privilege drop
+INSTALL_SH = f"{WORKER_DIR}/install.sh"
+NODE = "/usr/local/bin/node"
+# Claude Code's managed settings (image/claude-code/): its sandbox, the read jail.
+CLAUDE_SETTINGS = "/etc/claude-code/managed-settings.json"
+# Claude Code's sandbox library (@anthropic-ai/sandbox-runtime), a node script.
+SANDBOX_RUNTIME = "/opt/sandbox-runtime/node_modules/@anthropic-ai/sandbox-runtime/dist/cli.js"
+# The extra CA certificates a build was given (the Dockerfile's `COPY ca/`).
+CA_DIR = "/usr/local/share/ca-certificates/imd-box"

@@ -5,12 +5,12 @@ from __future__ import annotations
 import signal
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 
 from . import names
-from .check.command import check_command
+from .check.runner import DEFAULT_INTERNET_URL
 
 app = typer.Typer(
     name="box",
@@ -27,7 +27,7 @@ def _run(fn, *args, **kwargs):
     """Run a command; a BoxError becomes one clear line and its exit code, and so does
     anything else that goes wrong: no traceback, ever."""
     from . import ui
-    from .engine import BoxError
+    from .errors import BoxError
 
     try:
         return fn(*args, **kwargs)
@@ -116,7 +116,34 @@ def setup(
     _run(_lifecycle().setup, runtime, concurrency, worker_url, not no_shell, grok_key_file)
 
 
-app.command("check", short_help="Prove every wall from inside a box with the same flags.")(check_command)
+@app.command(short_help="Prove every wall from inside a box with the same flags.")
+def check(
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Print the results as JSON: a list of {wall, ok, detail}.")
+    ] = False,
+    svg: Annotated[
+        Optional[Path], typer.Option("--svg", help="Also write the table as an SVG picture to FILE.")
+    ] = None,
+    url: Annotated[
+        str,
+        typer.Option(
+            "--url", envvar="IMD_BOX_CHECK_URL", help="The internet target: a public HTTPS URL the box must reach."
+        ),
+    ] = DEFAULT_INTERNET_URL,
+    targets: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--targets", help="A JSON file changing where the network probes aim (keys of check.runner.Targets)."
+        ),
+    ] = None,
+) -> None:
+    """Prove every wall from inside a throwaway box started with the worker's own flags.
+
+    One line per wall, ok or FAIL, with its evidence. Exit 0 only when every line is ok.
+    """
+    from .check.command import main
+
+    raise typer.Exit(_run(main, json_output=json_output, svg=svg, url=url, targets_file=targets))
 
 
 @app.command(short_help="Run the box in the background (restarts with Docker).")

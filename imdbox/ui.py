@@ -43,6 +43,16 @@ def dim(text: str) -> None:
     console().print(text, style="dim", markup=False, soft_wrap=True)
 
 
+def note(text: str) -> None:
+    """Progress on stderr, for commands whose stdout is their result (`box check --json`)."""
+    err_console().print(text, style="dim", markup=False, soft_wrap=True)
+
+
+def write(text: str) -> None:
+    """A command's result as plain text on stdout, exactly as given."""
+    sys.stdout.write(text)
+
+
 def error(text: str) -> None:
     err_console().print(f"box: {text}", style="bold red", markup=False, soft_wrap=True)
 

@@ -23,7 +23,8 @@ from typing import Optional
 import pytest
 
 from imdbox import names
-from imdbox.check.runner import Report, run_check
+from imdbox.check.report import Report
+from imdbox.check.runner import run_check
 from imdbox.check.walls import WALLS
 from imdbox.runflags import HOST_ADDRS_ENV
 from tests.harness import topology as topology_mod

@@ -11,9 +11,11 @@ import pytest
 
 from imdbox import names
 from imdbox.check import runner
-from imdbox.check.report import load_targets, render
+from imdbox.check.command import load_targets
+from imdbox.check.report import Report, render
 from imdbox.check.walls import WALLS
 from imdbox.runflags import EngineLimits, RunFlags
+from tests.harness.cli import run_box
 
 WALLS_UP = (
     "imd-box firewall: walls up and verified: IPv4 23 rules (resolvers: 127.0.0.11; the Mac: 10.0.0.2), IPv6 8 rules\n"
@@ -44,7 +46,7 @@ def test_parse_all_ok():
     results, ms = runner.parse(box_output(all_ok()), WALLS_UP, 0)
     assert all(r.ok for r in results)
     assert ms["user"] == 5
-    assert runner.Report(results, 1.0).ok
+    assert Report(results, 1.0).ok
 
 
 def test_parse_no_result_line_fails_every_wall_with_the_reason():
@@ -96,9 +98,7 @@ def test_probe_config_carries_the_worker_flags_and_pins():
 
 
 def test_the_default_internet_target_is_the_control_planes_health_url():
-    from imdbox.check import command
-
-    assert runner.DEFAULT_INTERNET_URL == command.DEFAULT_URL == "https://api.imd.fun/health"
+    assert runner.DEFAULT_INTERNET_URL == "https://api.imd.fun/health"
 
 
 def test_the_check_box_is_the_worker_box_with_the_probe_as_its_command():
@@ -134,7 +134,7 @@ def test_targets_file(tmp_path):
     t = load_targets(f)
     assert t.lan == ("10.1.2.3",) and t.multicast == (("224.0.0.251", 5353),)
     f.write_text(json.dumps({"nope": 1}))
-    from imdbox.engine import BoxError
+    from imdbox.errors import BoxError
 
     with pytest.raises(BoxError, match="unknown keys nope"):
         load_targets(f)
@@ -144,7 +144,7 @@ def test_render_and_svg():
     from rich.console import Console
 
     results, _ = runner.parse(box_output(all_ok()[:-1]), WALLS_UP, 0)
-    report = runner.Report(results, 4.2)
+    report = Report(results, 4.2)
     console = Console(record=True, width=150, file=__import__("io").StringIO())
     render(report, console)
     text = console.export_text()
@@ -155,15 +155,13 @@ def test_render_and_svg():
 
 def test_json_shape():
     results, _ = runner.parse(box_output(all_ok()), WALLS_UP, 0)
-    rows = runner.Report(results, 1.0).as_json()
+    rows = Report(results, 1.0).as_json()
     assert len(rows) == len(WALLS) and set(rows[0]) == {"wall", "ok", "detail"}
 
 
 def test_check_help_is_fast_and_lists_the_options():
     started = time.monotonic()
-    out = subprocess.run(
-        [sys.executable, "-m", "imdbox", "check", "--help"], capture_output=True, text=True, cwd=names.REPO_ROOT
-    )
+    out = run_box("check", "--help", timeout=60)
     assert out.returncode == 0, out.stderr
     for option in ("--json", "--svg", "--url", "--targets"):
         assert option in out.stdout

@@ -1,35 +1,60 @@
-"""The `box check` command's entry point (registered by imdbox/cli.py).
-
-Kept free of heavy imports at module level: `box --help` must stay fast.
-"""
+"""`box check` (the options are in imdbox/cli.py): read what the options name, run the
+check on the user's engine, show the report. Errors are BoxError, which the CLI's one
+handler prints; nothing heavy is imported before the command runs."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
-import typer
-
-DEFAULT_URL = "https://api.imd.fun/health"  # the IMD control plane; runner.DEFAULT_INTERNET_URL
+from .runner import Targets
 
 
-def check_command(
-    json_output: bool = typer.Option(False, "--json", help="Print the results as JSON: a list of {wall, ok, detail}."),
-    svg: Optional[Path] = typer.Option(None, "--svg", help="Also write the table as an SVG picture to FILE."),
-    url: str = typer.Option(
-        DEFAULT_URL,
-        "--url",
-        envvar="IMD_BOX_CHECK_URL",
-        help="The internet target: a public HTTPS URL the box must reach.",
-    ),
-    targets: Optional[Path] = typer.Option(
-        None, "--targets", help="A JSON file changing where the network probes aim (keys of check.runner.Targets)."
-    ),
-) -> None:
-    """Prove every wall from inside a throwaway box started with the worker's own flags.
+def load_targets(path: Optional[Path]) -> Targets:
+    if path is None:
+        return Targets()
+    from ..errors import BoxError
 
-    One line per wall, ok or FAIL, with its evidence. Exit 0 only when every line is ok.
-    """
-    from .report import main
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise BoxError(f"--targets {path}: {exc}", code=2) from None
+    known = set(Targets.__dataclass_fields__)
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise BoxError(
+            f"--targets {path}: unknown keys {', '.join(unknown)} (known: {', '.join(sorted(known))})", code=2
+        )
+    fixed = {}
+    for key, value in data.items():
+        if isinstance(value, list):
+            value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+        fixed[key] = value
+    return Targets(**fixed)
 
-    raise typer.Exit(main(json_output=json_output, svg=svg, url=url, targets_file=targets))
+
+def main(*, json_output: bool, svg: Optional[Path], url: str, targets_file: Optional[Path]) -> int:
+    """Run the check; the exit code is 0 only when every line is ok."""
+    from .. import engine, names, ui
+    from .report import show
+    from .runner import run_check
+
+    targets = load_targets(targets_file)
+    client = engine.connect()
+    engine.image(client)
+    network = engine.network(client)
+    engine.ensure_volume(client)
+    if not json_output:
+        ui.note("» starting a throwaway box with the worker's flags and probing every wall…")
+    report = run_check(
+        client,
+        image=names.IMAGE,
+        volume=names.VOLUME,
+        networks=[network],
+        internet_url=url,
+        targets=targets,
+        limits=engine.limits(client),
+    )
+    show(report, json_output=json_output, svg=svg)
+    return 0 if report.ok else 1

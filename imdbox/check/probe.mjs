@@ -29,6 +29,7 @@ const HOME = cfg.home || os.homedir();
 const PORT = cfg.port || 80;
 const CONNECT_MS = cfg.connect_ms || 2000;
 const TOOL_MS = cfg.tool_ms || 6000;
+const BROWSER_SLACK_MS = 3000; // node's start and check.mjs's clean-up, on top of the browser's budget
 // EADDRNOTAVAIL: no source address for that family at all (IPv6 on a v4-only network).
 const REFUSALS = new Set(["EHOSTUNREACH", "EACCES", "EPERM", "ENETUNREACH", "EADDRNOTAVAIL"]);
 
@@ -445,9 +446,10 @@ async function internet() {
 }
 
 async function browser() {
-  const script = cfg.browser_check;
+  const [script, budgetMs] = cfg.browser_check;
   if (!fs.existsSync(script)) return { ok: false, detail: `${script} is missing from the image` };
-  const r = await run(process.execPath, [script], { timeout: cfg.browser_ms || 8000 });
+  // check.mjs gives up after its budget; node's start and the clean-up get BROWSER_SLACK_MS more.
+  const r = await run(process.execPath, [script, budgetMs], { timeout: Number(budgetMs) + BROWSER_SLACK_MS });
   const why = unusable("the browser check", r);
   if (why) return { ok: false, detail: why };
   const last = r.out.trim().split("\n").pop() || "";
@@ -792,7 +794,8 @@ const CHECKS = {
 }; // prettier-ignore
 
 async function guarded(id, fn) {
-  const limit = cfg.check_ms || 9000;
+  // Each line's own limit; the browser's, the slowest, is its budget plus its slack.
+  const limit = Number(cfg.browser_check[1]) + BROWSER_SLACK_MS + 1000;
   let timer;
   try {
     return await Promise.race([

@@ -1,40 +1,46 @@
-"""`box check` end to end: run the check on the user's engine and print the table, JSON or SVG."""
+"""What `box check` found, and how it is shown: a table, JSON or an SVG picture."""
 
 from __future__ import annotations
 
 import io
 import json
-import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from .runner import Report, Targets, run_check
+
+@dataclass(frozen=True)
+class Result:
+    number: int
+    wall: str
+    id: str
+    ok: bool
+    detail: str
 
 
-def load_targets(path: Optional[Path]) -> Targets:
-    if path is None:
-        return Targets()
-    from ..engine import BoxError
+@dataclass
+class Report:
+    results: list[Result]
+    seconds: float
+    logs: str = ""
+    probe_ms: dict[str, int] = field(default_factory=dict)
 
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise BoxError(f"--targets {path}: {exc}", code=2) from None
-    known = set(Targets.__dataclass_fields__)
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise BoxError(
-            f"--targets {path}: unknown keys {', '.join(unknown)} (known: {', '.join(sorted(known))})", code=2
-        )
-    fixed = {}
-    for key, value in data.items():
-        if isinstance(value, list):
-            value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
-        fixed[key] = value
-    return Targets(**fixed)
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.results)
+
+    def by_id(self, wall_id: str) -> Result:
+        return next(r for r in self.results if r.id == wall_id)
+
+    def failed(self) -> list[str]:
+        return [r.id for r in self.results if not r.ok]
+
+    def as_json(self) -> list[dict]:
+        return [{"wall": r.wall, "ok": r.ok, "detail": r.detail} for r in self.results]
 
 
 def render(report: Report, console) -> None:
+    """The table and its summary line, on a rich console."""
     from rich.table import Table
     from rich.text import Text
 
@@ -57,49 +63,27 @@ def render(report: Report, console) -> None:
         console.print(summary + "all ok", style="bold green")
 
 
-def main(*, json_output: bool, svg: Optional[Path], url: str, targets_file: Optional[Path]) -> int:
-    import docker.errors
+def as_json(report: Report) -> str:
+    return json.dumps(report.as_json(), indent=2) + "\n"
+
+
+def as_svg(report: Report) -> str:
     from rich.console import Console
 
-    from .. import engine, names
+    recorder = Console(record=True, width=150, file=io.StringIO(), highlight=False)
+    render(report, recorder)
+    return recorder.export_svg(title="box check")
 
-    try:
-        targets = load_targets(targets_file)
-        client = engine.connect()
-        engine.image(client)
-        network = engine.network(client)
-        engine.ensure_volume(client)
-        err = Console(stderr=True, highlight=False)
-        if not json_output:
-            err.print("» starting a throwaway box with the worker's flags and probing every wall…", style="dim")
-        report = run_check(
-            client,
-            image=names.IMAGE,
-            volume=names.VOLUME,
-            networks=[network],
-            internet_url=url,
-            targets=targets,
-            limits=engine.limits(client),
-        )
-    except engine.BoxError as exc:
-        Console(stderr=True, highlight=False).print(f"box: {exc}", style="bold red", markup=False)
-        return exc.code
-    except docker.errors.DockerException as exc:
-        Console(stderr=True, highlight=False).print(
-            f"box: the check box could not run: {exc}", style="bold red", markup=False
-        )
-        return 1
-    except KeyboardInterrupt:
-        return 130
+
+def show(report: Report, *, json_output: bool, svg: Optional[Path]) -> None:
+    """The report on stdout (the table, or JSON), and the SVG picture if asked for."""
+    from .. import ui
 
     if json_output:
-        sys.stdout.write(json.dumps(report.as_json(), indent=2) + "\n")
+        ui.write(as_json(report))
     else:
-        render(report, Console(highlight=False))
+        render(report, ui.console())
     if svg:
-        recorder = Console(record=True, width=150, file=io.StringIO(), highlight=False)
-        render(report, recorder)
-        svg.write_text(recorder.export_svg(title="box check"))
+        svg.write_text(as_svg(report))
         if not json_output:
-            Console(stderr=True, highlight=False).print(f"wrote {svg}", style="dim")
-    return 0 if report.ok else 1
+            ui.note(f"wrote {svg}")

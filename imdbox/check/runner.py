@@ -18,29 +18,26 @@ import re
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Optional
 from urllib.parse import urlsplit
 
-from .. import names
+from .. import browser, names
+from ..layout import CLAUDE_SETTINGS, NODE, SANDBOX_RUNTIME
 from ..runflags import PIDS_LIMIT, SYSTEM_PATH, EngineLimits, RunFlags
+from .report import Report, Result
 from .walls import WALLS
 
 PROBE_JS = Path(__file__).with_name("probe.mjs")
 RESULT_MARK = "IMD-BOX-CHECK "
-WALLS_UP = "walls up and verified"
-BROWSER_CHECK = "/usr/local/lib/imd-box/browser/check.mjs"
-# Claude Code's managed settings in the image (image/claude-code/): line 16 runs Claude's
-# sandbox with the rules this file gives it.
-CLAUDE_SETTINGS = "/etc/claude-code/managed-settings.json"
-# The IMD control plane's health URL (the worker's DEFAULT_SERVER, api.imd.fun).
+# The IMD control plane's health URL (the worker's DEFAULT_SERVER, api.imd.fun): the
+# internet line's target unless `box check --url` names another.
 DEFAULT_INTERNET_URL = "https://api.imd.fun/health"
 PACKAGE_JSON = names.REPO_ROOT / "image" / "package.json"
 # The probe runs in the worker's own volume, where anything may be planted in
 # ~/.npm-global/bin: it is started by path, runs every tool by its path in the
 # image, and gives its children a PATH of image directories only.
-NODE = "/usr/local/bin/node"
 TOOLS = {
     "iptables": "/usr/sbin/iptables",
     "ip6tables": "/usr/sbin/ip6tables",
@@ -54,9 +51,9 @@ TOOLS = {
     "sh": "/bin/sh",
     "sha256sum": "/usr/bin/sha256sum",
     "rg": "/usr/bin/rg",
-    # Claude Code's sandbox library (@anthropic-ai/sandbox-runtime), a node script run
-    # by the image's node; its own tools (bwrap, socat, rg) come from the managed settings.
-    "srt": "/opt/sandbox-runtime/node_modules/@anthropic-ai/sandbox-runtime/dist/cli.js",
+    # Claude Code's sandbox library, a node script run by the image's node; its own
+    # tools (bwrap, socat, rg) come from the managed settings (line 16 uses their rules).
+    "srt": SANDBOX_RUNTIME,
 }
 
 
@@ -75,36 +72,6 @@ class Targets:
     dns_servers: tuple[str, ...] = ("1.1.1.1", "8.8.8.8")
     jail_target: str = "169.254.169.254"  # what root in a user namespace tries to reach
     dns_name: Optional[str] = None  # resolved through the box's resolver; default: the internet URL's host
-
-
-@dataclass(frozen=True)
-class Result:
-    number: int
-    wall: str
-    id: str
-    ok: bool
-    detail: str
-
-
-@dataclass
-class Report:
-    results: list[Result]
-    seconds: float
-    logs: str = ""
-    probe_ms: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        return all(r.ok for r in self.results)
-
-    def by_id(self, wall_id: str) -> Result:
-        return next(r for r in self.results if r.id == wall_id)
-
-    def failed(self) -> list[str]:
-        return [r.id for r in self.results if not r.ok]
-
-    def as_json(self) -> list[dict]:
-        return [{"wall": r.wall, "ok": r.ok, "detail": r.detail} for r in self.results]
 
 
 def pinned_versions(package_json: Path = PACKAGE_JSON) -> dict[str, str]:
@@ -137,7 +104,7 @@ def probe_config(flags: RunFlags, internet_url: str, targets: Targets, only: Seq
         "port": 80,
         "internet_url": internet_url,
         "dns_name": dns_name,
-        "browser_check": BROWSER_CHECK,
+        "browser_check": browser.check_command()[1:],
         "claude_settings": CLAUDE_SETTINGS,
         "targets": t,
         "only": list(only),

@@ -16,7 +16,6 @@ import { fileURLToPath } from "node:url";
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const LAUNCHER = path.join(HERE, "playwright-mcp");
 const MCP_PACKAGE = "/opt/playwright-mcp/node_modules/@playwright/mcp/package.json";
-export const DEADLINE_MS = 5000; // the line's budget within `box check`
 const PROTOCOL_VERSION = "2025-06-18";
 
 /** An HTTP server on 127.0.0.1 (any free port) answering every GET with `html`. */
@@ -33,7 +32,7 @@ export async function startPage(html) {
 }
 
 /** The launcher in HTTP mode, in its own process group; resolves once it listens. */
-export function startMcp({ launcher = LAUNCHER, timeoutMs = DEADLINE_MS } = {}) {
+export function startMcp({ launcher = LAUNCHER, timeoutMs }) {
   const child = spawn(launcher, ["--http", "0"], { detached: true, stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   const exited = new Promise((resolve) => child.once("exit", resolve));
@@ -140,7 +139,7 @@ export class McpSession {
 }
 
 /** The whole line: ok only when the snapshot holds `expect`. */
-export async function check({ html, expect, launcher, deadlineMs = DEADLINE_MS } = {}) {
+export async function check({ html, expect, launcher, deadlineMs }) {
   const started = Date.now();
   const token = `imd-box browser check ${randomBytes(6).toString("hex")}`;
   expect = expect ?? token;
@@ -203,8 +202,10 @@ function firstLines(text, n = 4) {
   return text.trim().split("\n").slice(0, n).join(" | ").slice(0, 400);
 }
 
+// `node check.mjs <budget ms>`: the budget is box's (imdbox/browser.py CHECK_SECONDS).
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const result = await check();
+  const deadlineMs = Number(process.argv[2]);
+  const result = deadlineMs > 0 ? await check({ deadlineMs }) : { ok: false, detail: "usage: check.mjs <budget ms>" };
   process.stdout.write(JSON.stringify(result) + "\n");
   process.exit(result.ok ? 0 : 1);
 }

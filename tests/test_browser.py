@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import time
 
 import pytest
@@ -24,6 +25,7 @@ from tests.harness.boxes import (
     start_walled,
     wait_exit,
 )
+from tests.harness.browser_check import parse_check_output
 
 # Runs inside the box (as imd): navigate to each URL through the MCP server in
 # HTTP mode, snapshot each, print one JSON list.
@@ -66,7 +68,7 @@ page.close();
 # The check itself with a page that does not hold the text it looks for.
 WRONG_PAGE_JS = f"""
 import {{ check }} from "{browser.CHECK_SCRIPT}";
-const result = await check({{ html: "<p>a page without the expected words</p>", expect: "imd-box browser check" }});
+const result = await check({{ html: "<p>a page without the expected words</p>", expect: "imd-box browser check", deadlineMs: Number(process.argv[1]) }});
 console.log(JSON.stringify(result));
 process.exit(result.ok ? 0 : 1);
 """
@@ -141,10 +143,10 @@ def last_json(out: str):
 
 def run_check(container) -> tuple:
     """check.mjs as box check runs it; returns (exit code, result, seconds measured inside)."""
-    script = f'start=$(date +%s%N); node {browser.CHECK_SCRIPT}; rc=$?; echo "elapsed_ns=$(( $(date +%s%N) - start ))"; exit $rc'
+    script = f'start=$(date +%s%N); {shlex.join(browser.check_command())}; rc=$?; echo "elapsed_ns=$(( $(date +%s%N) - start ))"; exit $rc'
     code, out = run(container, ["bash", "-c", script], timeout=30)
     elapsed = int(re.search(r"elapsed_ns=(\d+)", out).group(1)) / 1e9
-    return code, browser.parse_check_output(out.split("elapsed_ns=")[0], code), elapsed, out
+    return code, parse_check_output(out.split("elapsed_ns=")[0], code), elapsed, out
 
 
 def unwalled_twin(docker_client, box_image, topology, volume):
@@ -259,7 +261,7 @@ def test_check_as_the_box_command(docker_client, box_image, topology, test_volum
         code, _ = wait_exit(box, timeout=60)
         total = time.monotonic() - started
         stdout = box.logs(stdout=True, stderr=False).decode()
-        result = browser.parse_check_output(stdout, code)
+        result = parse_check_output(stdout, code)
         print(f"box with the check as its command: {total:.2f} s (walls included): {result.detail}")
         assert code == 0 and result.ok, box.logs().decode()
         assert len(stdout.strip().splitlines()) == 1, f"not ONE line on stdout:\n{stdout}"
@@ -268,7 +270,7 @@ def test_check_as_the_box_command(docker_client, box_image, topology, test_volum
 
 
 def test_check_fails_when_the_snapshot_lacks_the_text(walled):
-    code, out = node(walled, WRONG_PAGE_JS)
+    code, out = node(walled, WRONG_PAGE_JS, browser.check_command()[-1])
     result = last_json(out)
     assert code != 0 and result["ok"] is False, out
     assert "does not hold the page's text" in result["detail"], result

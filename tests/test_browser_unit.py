@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from imdbox import browser, names
+from tests.harness.browser_check import parse_check_output
 
 ROOT = names.REPO_ROOT
 LAUNCHER = ROOT / "browser" / "playwright-mcp"
@@ -18,7 +19,7 @@ CONFIG = json.loads((ROOT / "browser" / "config.json").read_text())
 
 def test_the_worker_is_offered_the_launcher_and_the_methods_website_work_uses():
     assert browser.LAUNCHER == "/usr/local/lib/imd-box/browser/playwright-mcp"
-    assert browser.check_command() == ["node", "/usr/local/lib/imd-box/browser/check.mjs"]
+    assert browser.check_command() == ["/usr/local/bin/node", "/usr/local/lib/imd-box/browser/check.mjs", "5000"]
     env = browser.offer_env()
     assert env["IMD_BOX_BROWSER_MCP"] == browser.LAUNCHER
     assert env["IMD_BOX_BROWSER_TOOLS"].split() == list(browser.TOOLS)
@@ -95,11 +96,13 @@ def test_launcher_names_what_is_missing_outside_the_image():
         assert r.returncode == 69 and "missing from this box" in r.stderr, args
 
 
-def test_check_script_budget_matches():
+def test_check_script_takes_its_budget_from_box():
     text = (ROOT / "browser" / "check.mjs").read_text()
-    assert re.search(r"DEADLINE_MS = (\d+)", text).group(1) == str(browser.CHECK_SECONDS * 1000)
+    assert "DEADLINE_MS" not in text and not re.search(r"(deadlineMs|timeoutMs) = \d", text), "a budget of its own"
     for step in ("initialize", "tools/list", "browser_navigate", "browser_snapshot"):
         assert step in text
+    r = subprocess.run(["node", str(ROOT / "browser" / "check.mjs")], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1 and json.loads(r.stdout) == {"ok": False, "detail": "usage: check.mjs <budget ms>"}
 
 
 @pytest.mark.parametrize(
@@ -115,6 +118,6 @@ def test_check_script_budget_matches():
     ],
 )
 def test_parse_check_output(output, code, ok, detail):
-    result = browser.parse_check_output(output, code)
+    result = parse_check_output(output, code)
     assert result.ok is ok
     assert result.detail == detail

@@ -171,7 +171,9 @@ class Box:
     def __init__(self, image: str, container: str, volume: str, network: str):
         launcher = ROOT / "box"
         self.argv = [str(launcher)] if launcher.is_file() and os.access(launcher, os.X_OK) else None
-        self.module_argv = [sys.executable, "-m", "imdbox"]
+        from tests.harness.cli import BOX
+
+        self.module_argv = list(BOX)
         self.env = dict(os.environ)
         self.env.update(
             IMD_BOX_IMAGE=image,

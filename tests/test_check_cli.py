@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import subprocess
-import sys
 import time
 import uuid
 
 import pytest
 
-from imdbox import names
+from tests.harness.cli import cli_env, run_box
 from tests.harness.topology import check_targets
 
 pytestmark = pytest.mark.usefixtures("box_image")
@@ -31,18 +28,16 @@ def test_box_check_cli_json_and_svg(docker_client, box_image, topology, tmp_path
     targets = tmp_path / "targets.json"
     targets.write_text(json.dumps(TARGETS))
     svg = tmp_path / "check.svg"
-    env = {
-        **os.environ,
-        "IMD_BOX_IMAGE": box_image,
-        "IMD_BOX_NETWORK": "imdt-internet",
-        "IMD_BOX_VOLUME": volume,
-        "IMD_BOX_CONTAINER": f"imdt-clibox-{uuid.uuid4().hex[:8]}",
-    }
-    cmd = [sys.executable, "-m", "imdbox", "check", "--json", "--svg", str(svg)]
-    cmd += ["--url", "http://198.51.100.10/", "--targets", str(targets)]
+    env = cli_env(
+        IMD_BOX_IMAGE=box_image,
+        IMD_BOX_NETWORK="imdt-internet",
+        IMD_BOX_VOLUME=volume,
+        IMD_BOX_CONTAINER=f"imdt-clibox-{uuid.uuid4().hex[:8]}",
+    )
+    args = ["check", "--json", "--svg", str(svg), "--url", "http://198.51.100.10/", "--targets", str(targets)]
     started = time.monotonic()
     try:
-        out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=names.REPO_ROOT, timeout=120)
+        out = run_box(*args, env=env, timeout=120)
         # The check box removed itself: nothing of the run is left behind but the volume.
         leftovers = docker_client.containers.list(all=True, filters={"volume": volume})
     finally:

@@ -26,6 +26,7 @@ import pytest
 from imdbox import browser, names
 from tests.fake_worker import daemon_version
 from tests.fake_worker.fixtures import FEED_URL, box_env, volume_files
+from tests.harness.cli import start_box
 from tests.harness.image import BASE_IMAGE, CA_FILE
 
 DEFAULT_SETTINGS = b"RUNTIMES=claude\nCONCURRENCY=2\n"
@@ -238,15 +239,7 @@ def test_status_shows_the_health_of_a_running_box(docker_client, bx):
 
 
 def _follow_logs_until(bx, text: str, timeout: float = 30.0) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "imdbox", "logs", "--tail", "0"],
-        cwd=str(names.REPO_ROOT),
-        env=bx.env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_box("logs", "--tail", "0", env=bx.env())
     killer = threading.Timer(timeout, proc.kill)
     killer.start()
     try:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import time
 import urllib.request
 import uuid
@@ -14,7 +13,7 @@ import uuid
 import docker
 import pytest
 
-from imdbox import names
+from tests.harness.cli import cli_env, run_box
 
 REGISTRY = "127.0.0.1:5000"
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -61,15 +60,7 @@ def registry(tmp_path_factory):
 
 
 def box(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "imdbox", *args],
-        cwd=str(names.REPO_ROOT),
-        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **env},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    return run_box(*args, env=cli_env(**env), timeout=900)
 
 
 def test_pull_from_a_registry_then_update_pulls_again(docker_client, box_image, registry):

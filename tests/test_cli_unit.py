@@ -15,8 +15,9 @@ import zipfile
 import pytest
 
 from imdbox import engine, lifecycle, names, worker
-from imdbox.engine import BoxError
+from imdbox.errors import BoxError
 from tests import fake_worker
+from tests.harness.cli import cli_env, run_box
 
 ROOT = names.REPO_ROOT
 COMMANDS = (
@@ -36,15 +37,7 @@ COMMANDS = (
 
 
 def box(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "imdbox", *args],
-        cwd=str(ROOT),
-        env={**os.environ, **env},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_box(*args, env=cli_env(**env), timeout=60)
 
 
 def test_help_lists_every_command():
@@ -75,7 +68,7 @@ def test_help_is_fast():
 
 def _timed_help() -> float:
     started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "imdbox", "--help"], cwd=str(ROOT), capture_output=True, timeout=60)
+    run_box("--help", timeout=60)
     return time.monotonic() - started
 
 

@@ -21,6 +21,7 @@ import pytest
 
 from imdbox import names
 from tests.fake_worker.fixtures import box_env, volume_files
+from tests.harness.cli import BOX
 from tests.harness.image import BASE_IMAGE, CA_FILE
 
 ROUNDS = 20
@@ -96,7 +97,6 @@ def _interrupt_following(argv: list[str], container: str, rng: random.Random) ->
     return _interrupt(argv, {"IMD_BOX_CONTAINER": container}, "tick", rng.uniform(0, 0.6))
 
 
-BOX = [sys.executable, "-m", "imdbox"]
 BOX_LOGS = [*BOX, "logs", "--tail", "0"]
 SETTINGS = "/home/imd/.imd-box/settings.env"
 WORKER_PKG = "/home/imd/.npm-global/lib/node_modules/@identitymd/worker/package.json"

@@ -4,9 +4,7 @@ and a runner for the real `box` command pointed at test-only names."""
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -15,6 +13,7 @@ from typing import Optional
 import docker
 
 from imdbox import names
+from tests.harness.cli import cli_env, run_box
 from tests.harness.topology import PREFIX
 
 from . import default_feed, feed_tar
@@ -61,8 +60,7 @@ class BoxEnv:
     extra: dict[str, str] = field(default_factory=dict)
 
     def env(self, **overrides: str) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(
+        env = cli_env(
             IMD_BOX_IMAGE=self.image,
             IMD_BOX_CONTAINER=self.container,
             IMD_BOX_VOLUME=self.volume,
@@ -71,25 +69,13 @@ class BoxEnv:
             IMD_CLAUDE_PACKAGE=f"{FEED_URL}/npm/claude-code.tgz",
             IMD_CODEX_PACKAGE=f"{FEED_URL}/npm/codex.tgz",
             IMD_GROK_PACKAGE=f"{FEED_URL}/npm/grok-cli.tgz",
-            COLUMNS="200",
-            NO_COLOR="1",
         )
         env.update(self.extra)
         env.update(overrides)
         return env
 
     def run(self, *args: str, timeout: float = 300, **overrides: str) -> subprocess.CompletedProcess:
-        result = subprocess.run(
-            [sys.executable, "-m", "imdbox", *args],
-            cwd=str(names.REPO_ROOT),
-            env=self.env(**overrides),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        result.all = result.stdout + result.stderr  # type: ignore[attr-defined]
-        return result
+        return run_box(*args, env=self.env(**overrides), timeout=timeout)
 
 
 def new_box_env(client: docker.DockerClient, image: str, network: str = FEED_NETWORK) -> BoxEnv:

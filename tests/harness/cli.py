@@ -1,0 +1,48 @@
+"""The one way tests (and the bench) run `box`: as a user would, a fresh process of
+`python -m imdbox` from the checkout, never a shell, stdin closed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Optional
+
+from imdbox import names
+
+BOX = [sys.executable, "-m", "imdbox"]
+PLAIN = {"NO_COLOR": "1", "COLUMNS": "200"}  # output the tests can match on one line
+
+
+def cli_env(**overrides: str) -> dict[str, str]:
+    """This process's environment, plain output, and `overrides` (the test-only names)."""
+    return {**os.environ, **PLAIN, **overrides}
+
+
+def run_box(*args: str, env: Optional[dict[str, str]] = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """`box ARGS` to the end; `.all` is stdout then stderr."""
+    result = subprocess.run(
+        [*BOX, *args],
+        cwd=str(names.REPO_ROOT),
+        env=env if env is not None else cli_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    result.all = result.stdout + result.stderr  # type: ignore[attr-defined]
+    return result
+
+
+def start_box(*args: str, env: Optional[dict[str, str]] = None, **popen) -> subprocess.Popen:
+    """`box ARGS` left running (a follower, or a command to interrupt), output piped."""
+    popen.setdefault("stdout", subprocess.PIPE)
+    popen.setdefault("stderr", subprocess.PIPE)
+    return subprocess.Popen(
+        [*BOX, *args],
+        cwd=str(names.REPO_ROOT),
+        env=env if env is not None else cli_env(),
+        stdin=subprocess.DEVNULL,
+        text=True,
+        **popen,
+    )

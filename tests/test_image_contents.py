@@ -1,0 +1,79 @@
+"""What the image holds, asserted with testinfra through its docker backend: packages,
+the user, owners and modes of what root runs, no setuid file, Claude Code's managed
+settings. The box runs none of this: a plain container of the image (no network, a
+sleep as its command) is only looked into."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+import testinfra
+
+from imdbox import layout, names
+
+# What the Dockerfile installs from Debian, and what the walls and the browser need.
+PACKAGES = (
+    "ca-certificates", "curl", "git", "iptables", "bubblewrap", "socat", "tini", "iproute2", "procps",
+    "util-linux", "libcap2-bin", "ripgrep", "chromium-headless-shell", "fonts-liberation",
+)  # fmt: skip
+# Root runs these (the entrypoint, the firewall, the privilege drop, the health check):
+# root's, and nobody else may write them.
+ROOT_RUNS = (
+    "/usr/local/bin/entrypoint.sh",
+    f"{layout.LIB}/firewall/init-firewall.sh",
+    layout.AS_IMD,
+    f"{layout.WORKER_DIR}/healthy",
+    f"{layout.WORKER_DIR}/run.sh",
+    layout.INSTALL_SH,
+    f"{layout.BROWSER_DIR}/playwright-mcp",
+)
+
+
+@pytest.fixture(scope="module")
+def image(docker_client, box_image):
+    # Root with Docker's default capabilities reads every folder (the walled box's root cannot).
+    container = docker_client.containers.run(
+        box_image, entrypoint=["/usr/bin/sleep", "infinity"], command=[], name=f"imdt-contents-{uuid.uuid4().hex[:8]}",
+        network_mode="none", labels={"imd-test": "1"}, detach=True,
+    )  # fmt: skip
+    try:
+        yield testinfra.get_host(f"docker://{container.name}")
+    finally:
+        container.remove(force=True)
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_the_debian_package_is_installed(image, package):
+    assert image.package(package).is_installed
+
+
+def test_the_worker_user_is_imd_1000_with_a_private_home(image):
+    imd = image.user("imd")
+    assert (imd.uid, imd.gid, imd.home, imd.shell) == (names.UID, names.UID, names.HOME, "/bin/bash")
+    assert imd.groups == ["imd"]
+    home = image.file(names.HOME)
+    assert home.user == "imd" and home.mode == 0o700
+
+
+@pytest.mark.parametrize("path", ROOT_RUNS)
+def test_what_root_runs_is_roots_and_only_root_may_change_it(image, path):
+    f = image.file(path)
+    assert f.is_file and f.user == "root" and f.group == "root" and f.mode == 0o755, (f.user, oct(f.mode))
+
+
+def test_no_setuid_or_setgid_file_in_the_image(image):
+    assert image.check_output("find / -xdev -perm /6000 -type f") == ""
+
+
+def test_the_managed_settings_are_roots_and_what_the_repo_says(image):
+    settings, folder = image.file(layout.CLAUDE_SETTINGS), image.file("/etc/claude-code")
+    assert (settings.user, settings.mode, folder.user, folder.mode) == ("root", 0o644, "root", 0o755)
+    repo = json.loads((names.REPO_ROOT / "image" / "claude-code" / "managed-settings.json").read_text())
+    assert json.loads(settings.content_string) == repo
+
+
+def test_the_ca_folder_and_the_sandbox_library_are_roots(image):
+    folder, srt = image.file(layout.CA_DIR), image.file(layout.SANDBOX_RUNTIME)
+    assert (folder.user, folder.mode, srt.user, srt.is_file) == ("root", 0o755, "root", True)

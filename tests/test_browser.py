@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from imdbox import browser
+from imdbox import browser, names
 from tests.harness.boxes import (
     create_walled,
     http_probe,
@@ -27,111 +27,19 @@ from tests.harness.boxes import (
 )
 from tests.harness.browser_check import parse_check_output
 
-# Runs inside the box (as imd): navigate to each URL through the MCP server in
-# HTTP mode, snapshot each, print one JSON list.
-VISIT_JS = f"""
-import {{ startMcp, McpSession }} from "{browser.CHECK_SCRIPT}";
-const urls = JSON.parse(process.argv[1]);
-const mcp = startMcp({{ timeoutMs: 20000 }});
-const out = [];
-try {{
-  const s = new McpSession(await mcp.ready);
-  await s.initialize();
-  for (const url of urls) {{
-    const nav = await s.callTool("browser_navigate", {{ url }});
-    const snap = await s.callTool("browser_snapshot");
-    out.push({{ url, navError: nav.isError, nav: nav.text, snap: snap.text }});
-  }}
-}} catch (err) {{
-  out.push({{ error: err.message }});
-}} finally {{
-  await mcp.stop();
-}}
-console.log(JSON.stringify(out));
-"""
-
-# Keeps a browser with a loaded page alive for `seconds`, so a test can look at
-# its processes; prints "loaded" once the page is in.
-HOLD_JS = f"""
-import {{ startPage, startMcp, McpSession }} from "{browser.CHECK_SCRIPT}";
-const page = await startPage("<p>imd-box sandbox probe</p>");
-const mcp = startMcp({{ timeoutMs: 20000 }});
-const s = new McpSession(await mcp.ready);
-await s.initialize();
-await s.callTool("browser_navigate", {{ url: page.url }});
-console.log("loaded");
-await new Promise((r) => setTimeout(r, Number(process.argv[1]) * 1000));
-await mcp.stop();
-page.close();
-"""
-
-# The check itself with a page that does not hold the text it looks for.
-WRONG_PAGE_JS = f"""
-import {{ check }} from "{browser.CHECK_SCRIPT}";
-const result = await check({{ html: "<p>a page without the expected words</p>", expect: "imd-box browser check", deadlineMs: Number(process.argv[1]) }});
-console.log(JSON.stringify(result));
-process.exit(result.ok ? 0 : 1);
-"""
-
-# Two runs of the launcher, one after the other, on the same origin: the second
-# must not see what the first stored (an isolated, in-memory profile per run).
-ISOLATION_JS = f"""
-import {{ startPage, startMcp, McpSession }} from "{browser.CHECK_SCRIPT}";
-const page = await startPage("<p>isolation</p>");
-const results = [];
-for (const fn of ["() => {{ localStorage.setItem('imd', 'first run'); document.cookie = 'imd=1; max-age=3600'; return 'stored'; }}",
-                  "() => JSON.stringify([localStorage.getItem('imd'), document.cookie])"]) {{
-  const mcp = startMcp({{ timeoutMs: 20000 }});
-  const s = new McpSession(await mcp.ready);
-  await s.initialize();
-  await s.callTool("browser_navigate", {{ url: page.url }});
-  results.push((await s.callTool("browser_evaluate", {{ function: fn }})).text);
-  await mcp.stop();
-}}
-page.close();
-console.log(JSON.stringify(results));
-"""
-
-# The worker's way in: the launcher on stdio, newline-delimited JSON-RPC.
-STDIO_JS = f"""
-import {{ spawn }} from "node:child_process";
-import {{ createInterface }} from "node:readline";
-import {{ startPage }} from "{browser.CHECK_SCRIPT}";
-const page = await startPage("<p>imd-test-listener:stdio-page</p>");
-const child = spawn("{browser.LAUNCHER}", [], {{ stdio: ["pipe", "pipe", "inherit"] }});
-const waiting = new Map();
-createInterface({{ input: child.stdout }}).on("line", (line) => {{
-  const msg = JSON.parse(line);
-  if (waiting.has(msg.id)) {{ waiting.get(msg.id)(msg); waiting.delete(msg.id); }}
-}});
-let id = 0;
-const send = (method, params, notify = false) => {{
-  const msg = {{ jsonrpc: "2.0", method, params }};
-  if (notify) {{ child.stdin.write(JSON.stringify(msg) + "\\n"); return null; }}
-  msg.id = ++id;
-  child.stdin.write(JSON.stringify(msg) + "\\n");
-  return new Promise((resolve) => waiting.set(msg.id, resolve));
-}};
-const init = await send("initialize", {{ protocolVersion: "2025-06-18", capabilities: {{}}, clientInfo: {{ name: "t", version: "1" }} }});
-send("notifications/initialized", {{}}, true);
-const tools = await send("tools/list", {{}});
-await send("tools/call", {{ name: "browser_navigate", arguments: {{ url: page.url }} }});
-const snap = await send("tools/call", {{ name: "browser_snapshot", arguments: {{}} }});
-child.stdin.end();
-await new Promise((r) => child.once("exit", r));
-page.close();
-console.log(JSON.stringify({{
-  server: init.result.serverInfo,
-  tools: tools.result.tools.map((t) => t.name),
-  snapshot: snap.result.content.map((c) => c.text).join("\\n"),
-}}));
-"""
-
+JS_DIR = names.REPO_ROOT / "tests" / "harness" / "browser"
 PAGE_MARK = "imd-test-listener:box-page"
 
 
+def js(script: str, *args: str) -> list[str]:
+    """tests/harness/browser/SCRIPT.mjs as a command in the box; it is given the image's
+    check.mjs (for its helpers) and launcher, then `args`."""
+    text = (JS_DIR / f"{script}.mjs").read_text()
+    return ["node", "--input-type=module", "-e", text, browser.CHECK_SCRIPT, browser.LAUNCHER, *args]
+
+
 def node(container, script: str, *args: str, user: str = "imd", timeout: int = 60):
-    return run(container, ["node", "--input-type=module", "-e", script, *args], user=user, timeout=timeout)
+    return run(container, js(script, *args), user=user, timeout=timeout)
 
 
 def last_json(out: str):
@@ -214,7 +122,7 @@ def test_launcher_takes_no_other_options(walled):
 
 
 def test_stdio_mode_is_what_the_worker_gets(walled):
-    code, out = node(walled, STDIO_JS)
+    code, out = node(walled, "stdio")
     assert code == 0, out
     result = last_json(out)
     # Every method box enables for the worker is one this MCP server has.
@@ -223,7 +131,7 @@ def test_stdio_mode_is_what_the_worker_gets(walled):
 
 
 def test_each_run_gets_a_fresh_in_memory_profile(walled):
-    code, out = node(walled, ISOLATION_JS)
+    code, out = node(walled, "isolation")
     assert code == 0, out
     first, second = last_json(out)
     assert "stored" in first
@@ -270,7 +178,7 @@ def test_check_as_the_box_command(docker_client, box_image, topology, test_volum
 
 
 def test_check_fails_when_the_snapshot_lacks_the_text(walled):
-    code, out = node(walled, WRONG_PAGE_JS, browser.check_command()[-1])
+    code, out = node(walled, "wrong_page", browser.check_command()[-1])
     result = last_json(out)
     assert code != 0 and result["ok"] is False, out
     assert "does not hold the page's text" in result["detail"], result
@@ -309,7 +217,7 @@ def _seccomp_filters(box, pid: int) -> int:
 
 
 def test_chromium_runs_its_own_sandbox(walled):
-    walled.exec_run(["node", "--input-type=module", "-e", HOLD_JS, "40"], user="imd", detach=True)
+    walled.exec_run(js("hold", "40"), user="imd", detach=True)
     deadline = time.monotonic() + 25
     renderers = []
     while time.monotonic() < deadline and not renderers:
@@ -349,12 +257,6 @@ exec node /opt/playwright-mcp/node_modules/@playwright/mcp/cli.js --config /usr/
   --executable-path /usr/lib/chromium/chromium-headless-shell --headless --isolated --no-sandbox --port "$2" --host localhost
 """
 
-NO_SANDBOX_CHECK_JS = f"""
-import {{ check }} from "{browser.CHECK_SCRIPT}";
-const result = await check({{ launcher: "/tmp/no-sandbox-launcher", deadlineMs: 20000 }});
-console.log(JSON.stringify(result));
-"""
-
 
 def test_dockers_default_seccomp_profile_leaves_chromium_no_sandbox(docker_client, box_image, topology, test_volume):
     """Why seccomp.json adds clone/unshare/...: with Docker's plain default profile
@@ -377,7 +279,7 @@ def test_dockers_default_seccomp_profile_leaves_chromium_no_sandbox(docker_clien
                 f"cat > /tmp/no-sandbox-launcher <<'EOF'\n{NO_SANDBOX_LAUNCHER}EOF\nchmod +x /tmp/no-sandbox-launcher",
             ],
         )
-        code, out = node(box, NO_SANDBOX_CHECK_JS)
+        code, out = node(box, "no_sandbox_check")
         assert last_json(out)["ok"] is True, out
     finally:
         box.remove(force=True)
@@ -441,7 +343,7 @@ WALLED_TARGETS = ("mac", "router", "metadata")
 
 
 def _visit(box, urls):
-    code, out = node(box, VISIT_JS, json.dumps(urls), timeout=120)
+    code, out = node(box, "visit", json.dumps(urls), timeout=120)
     assert code == 0, out
     visits = last_json(out)
     assert not any("error" in v for v in visits), visits

@@ -51,39 +51,33 @@ def seccomp_path() -> Path:
     raise FileNotFoundError("seccomp.json is missing from this installation of box")
 
 
-def host_lister_kwargs(image: str) -> dict:
-    """The one box that sees the host's network (`containers.create` kwargs): it only
-    lists the host's addresses (imdbox/hostaddrs.py). Not the entrypoint (which would set a firewall there):
-    `ip` itself, as nobody, with no capabilities, nothing writable and no mount."""
+def _bare(image: str, role: str, entrypoint: list[str], network_mode: str) -> dict:
+    """`containers.create` kwargs for a box that only runs (or holds) one image tool,
+    not the entrypoint: as nobody, no capability, nothing writable, no mount."""
     return dict(
         image=image,
-        entrypoint=["/usr/bin/ip", "-4", "-o", "addr", "show"],
+        entrypoint=entrypoint,
         command=[],
         user="65534:65534",
-        network_mode="host",
+        network_mode=network_mode,
         cap_drop=["ALL"],
         security_opt=["no-new-privileges:true"],
         read_only=True,
-        pids_limit=16,
-        mem_limit=64 * 1024**2,
-        labels={names.LABEL: "1", f"{names.LABEL}.role": "host-addresses"},
+        labels={names.LABEL: "1", f"{names.LABEL}.role": role},
     )
+
+
+def host_lister_kwargs(image: str) -> dict:
+    """The one box that sees the host's network: it only lists the host's addresses
+    (imdbox/hostaddrs.py) with `ip` itself. Not the entrypoint, which would set a firewall there."""
+    kwargs = _bare(image, "host-addresses", ["/usr/bin/ip", "-4", "-o", "addr", "show"], "host")
+    return {**kwargs, "pids_limit": 16, "mem_limit": 64 * 1024**2}
 
 
 def image_reader_kwargs(image: str) -> dict:
-    """A container that is only created, never started, to copy files out of an image
-    (the CA certificates a build remembers): no volume, no network, nothing runs."""
-    return dict(
-        image=image,
-        entrypoint=["/bin/true"],
-        command=[],
-        user="65534:65534",
-        network_mode="none",
-        cap_drop=["ALL"],
-        security_opt=["no-new-privileges:true"],
-        read_only=True,
-        labels={names.LABEL: "1", f"{names.LABEL}.role": "image-reader"},
-    )
+    """A box that is only created, never started, to copy files out of an image (the CA
+    certificates a build remembers): no volume, no network, nothing runs."""
+    return _bare(image, "image-reader", ["/bin/true"], "none")
 
 
 @dataclass(frozen=True)

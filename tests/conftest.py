@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import uuid
 
 import pytest
 
@@ -101,10 +100,7 @@ def feed(docker_client, topology, box_image):
 
 @pytest.fixture
 def test_volume(docker_client):
-    """A fresh volume standing in for imd-worker-home (never the user's own)."""
-    name = f"imdt-home-{uuid.uuid4().hex[:8]}"
-    volume = docker_client.volumes.create(name, labels={"imd-test": "1"})
-    yield name
-    for c in docker_client.containers.list(all=True, filters={"volume": name}):
-        c.remove(force=True)
-    volume.remove(force=True)
+    from tests.harness.boxes import volume
+
+    with volume(docker_client) as name:
+        yield name

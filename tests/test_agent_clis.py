@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 
 import pytest
 
@@ -45,32 +44,28 @@ CLAUDE_PROBE = (
 @pytest.fixture(scope="module")
 def agents(docker_client, box_image):
     """A test volume with the three CLIs, installed by install.sh in a walled box on `bridge`."""
-    volume = f"{boxes.PREFIX}agents-{uuid.uuid4().hex[:8]}"
-    docker_client.volumes.create(volume, labels={"imd-test": "1"})
     saved = (names.IMAGE, names.VOLUME, names.NETWORK)
     mp = pytest.MonkeyPatch()
-    try:
-        # The product's own names point at the test image and volume; the npm specs are
-        # install.sh's defaults (@latest from npm), never a test feed.
-        names.IMAGE, names.VOLUME, names.NETWORK = box_image, volume, "bridge"
-        for key in lifecycle.PASSTHROUGH_ENV:
-            mp.delenv(key, raising=False)
-        started = time.monotonic()
-        lifecycle.run_install(docker_client, "agents", lifecycle.install_env(RUNTIMES, 2))
-        seconds = time.monotonic() - started
-        names.IMAGE, names.VOLUME, names.NETWORK = saved
-        sizes = volume_sizes(docker_client, box_image, volume)
-        print(
-            f"\n[agents] install.sh agents ({','.join(RUNTIMES)}) took {seconds:.0f} s; volume {sizes['total']}"
-            f" (npm global {sizes['global']}, npm cache {sizes['cache']})"
-        )
-        yield volume
-    finally:
-        names.IMAGE, names.VOLUME, names.NETWORK = saved
-        mp.undo()
-        for c in docker_client.containers.list(all=True, filters={"volume": volume}):
-            c.remove(force=True)
-        docker_client.volumes.get(volume).remove(force=True)
+    with boxes.volume(docker_client, "agents") as volume:
+        try:
+            # The product's own names point at the test image and volume; the npm specs are
+            # install.sh's defaults (@latest from npm), never a test feed.
+            names.IMAGE, names.VOLUME, names.NETWORK = box_image, volume, "bridge"
+            for key in lifecycle.PASSTHROUGH_ENV:
+                mp.delenv(key, raising=False)
+            started = time.monotonic()
+            lifecycle.run_install(docker_client, "agents", lifecycle.install_env(RUNTIMES, 2))
+            seconds = time.monotonic() - started
+            names.IMAGE, names.VOLUME, names.NETWORK = saved
+            sizes = volume_sizes(docker_client, box_image, volume)
+            print(
+                f"\n[agents] install.sh agents ({','.join(RUNTIMES)}) took {seconds:.0f} s; volume {sizes['total']}"
+                f" (npm global {sizes['global']}, npm cache {sizes['cache']})"
+            )
+            yield volume
+        finally:
+            names.IMAGE, names.VOLUME, names.NETWORK = saved
+            mp.undo()
 
 
 def volume_sizes(client, image: str, volume: str) -> dict[str, str]:

@@ -27,6 +27,7 @@ from imdbox.check.report import Report
 from imdbox.check.runner import run_check
 from imdbox.check.walls import WALLS
 from imdbox.runflags import HOST_ADDRS_ENV
+from tests.harness import boxes
 from tests.harness import topology as topology_mod
 
 pytestmark = pytest.mark.usefixtures("box_image")
@@ -53,12 +54,8 @@ def browser_in_image(client, image: str) -> bool:
 
 @pytest.fixture(scope="module")
 def home_volume(docker_client):
-    name = f"imdt-checkhome-{uuid.uuid4().hex[:8]}"
-    docker_client.volumes.create(name, labels={"imd-test": "1"})
-    yield name
-    for c in docker_client.containers.list(all=True, filters={"volume": name}):
-        c.remove(force=True)
-    docker_client.volumes.get(name).remove(force=True)
+    with boxes.volume(docker_client, "checkhome") as name:
+        yield name
 
 
 @pytest.fixture(scope="module")

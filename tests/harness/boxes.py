@@ -6,7 +6,7 @@ import contextlib
 import re
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -31,6 +31,21 @@ class Probe:
 
 def unique(prefix: str) -> str:
     return f"{PREFIX}{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@contextlib.contextmanager
+def volume(client: docker.DockerClient, prefix: str = "home", **create) -> Iterator[str]:
+    """A fresh volume standing in for imd-worker-home (never the user's own); on the way
+    out, pass or fail, every container using it and then the volume are removed.
+    `create`: more `volumes.create` arguments (a size-limited driver, say)."""
+    name = unique(prefix)
+    client.volumes.create(name, labels={"imd-test": "1"}, **create)
+    try:
+        yield name
+    finally:
+        for c in client.containers.list(all=True, filters={"volume": name}):
+            c.remove(force=True)
+        client.volumes.get(name).remove(force=True)
 
 
 def _attach(client: docker.DockerClient, container, topo: Topology) -> None:

@@ -33,26 +33,23 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
-import re
-import statistics
 import subprocess
 import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.report import GB, MB, Row, layer_step, machine, table  # noqa: E402
+from tests.harness.cli import cli_env, run_box, start_box  # noqa: E402
+
 PREFIX = "imdbench-"
 # The test topology has fixed subnets: one per machine, taken under the lock the tests use.
 TOPOLOGY_LOCK = "/tmp/imdt-topology.lock"
-GB = 1000**3
-MB = 1000**2
 
 # The goals the README states (seconds, or bytes for the image).
 GOALS = {
@@ -64,150 +61,27 @@ GOALS = {
 }
 
 
-# --------------------------------------------------------------------------- results
-@dataclass
-class Row:
-    metric: str
-    samples: list[float] = field(default_factory=list)
-    goal: Optional[float] = None  # seconds
-    note: str = ""
-    skipped: Optional[str] = None
-    value_text: Optional[str] = None  # for non-timing rows (size)
-    met: Optional[bool] = None
-
-    def cells(self) -> list[str]:
-        if self.skipped:
-            return [self.metric, "-", f"skipped: {self.skipped}", "-", self._goal(), "-", self.note]
-        if self.value_text is not None:
-            return [self.metric, "1", self.value_text, "-", self._goal(), self._met(), self.note]
-        med = statistics.median(self.samples)
-        if self.met is None and self.goal is not None:
-            self.met = med <= self.goal
-        spread = f"{fmt_s(min(self.samples))} – {fmt_s(max(self.samples))}" if len(self.samples) > 1 else "-"
-        return [self.metric, str(len(self.samples)), fmt_s(med), spread, self._goal(), self._met(), self.note]
-
-    def _goal(self) -> str:
-        if self.goal is None:
-            return "-"
-        return f"≤ {self.goal / GB:.1f} GB" if self.value_text is not None else f"≤ {fmt_s(self.goal)}"
-
-    def _met(self) -> str:
-        return "-" if self.met is None else ("yes" if self.met else "NO")
-
-    def as_json(self) -> dict:
-        return {
-            "metric": self.metric,
-            "samples_s": self.samples,
-            "median_s": statistics.median(self.samples) if self.samples else None,
-            "goal": self.goal,
-            "met": self.met,
-            "skipped": self.skipped,
-            "value": self.value_text,
-            "note": self.note,
-        }
-
-
-def fmt_s(seconds: float) -> str:
-    if seconds < 1:
-        return f"{seconds * 1000:.0f} ms"
-    if seconds < 100:
-        return f"{seconds:.1f} s"
-    return f"{seconds / 60:.1f} min"
-
-
-def table(headers: list[str], rows: list[list[str]]) -> str:
-    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
-    return "\n".join(out)
-
-
-def layer_step(entry: dict) -> str:
-    """A history entry's Dockerfile step, short: `RUN apt-get …`, `COPY … /opt/`, or the base image."""
-    text = " ".join((entry.get("CreatedBy") or "").split())
-    if not text:
-        return "(base image)"
-    if "#(nop) " in text:
-        step = text.split("#(nop) ", 1)[1]
-        step = re.sub(r"^(COPY|ADD) (dir|file|multi):[0-9a-f]+ in ", r"\1 → ", step)
-    else:
-        text = re.sub(r"^\|\d+ (\S+=\S* )*", "", text)  # the build args the step saw
-        step = "RUN " + re.sub(r"^/bin/(ba)?sh (-o pipefail )?-c ", "", text)
-    return step if len(step) <= 100 else step[:99] + "…"
-
-
 def log(msg: str) -> None:
     sys.stderr.write(f"bench: {msg}\n")
     sys.stderr.flush()
 
 
-# --------------------------------------------------------------------------- the machine
-def machine(client) -> str:
-    info = client.info()
-    cpu = platform.processor() or platform.machine()
-    try:
-        if sys.platform == "darwin":
-            cpu = subprocess.run(
-                ["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, timeout=5
-            ).stdout.strip()
-        else:
-            for line in Path("/proc/cpuinfo").read_text().splitlines():
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return (
-        f"{platform.system()} {platform.release()} ({platform.machine()}), {cpu}, {os.cpu_count()} host cores; "
-        f"Docker {info.get('ServerVersion')} on {info.get('OperatingSystem')} "
-        f"({info.get('NCPU')} CPUs, {info.get('MemTotal', 0) / 1024**3:.1f} GiB for Docker, "
-        f"storage {info.get('Driver')}); Python {platform.python_version()}"
-    )
-
-
 # --------------------------------------------------------------------------- the box command
 class Box:
-    """The `box` command as a user runs it, pointed at the bench's own names."""
+    """The `box` command as a user runs it (tests/harness/cli.py), pointed at the bench's own names."""
 
     def __init__(self, image: str, container: str, volume: str, network: str):
         launcher = ROOT / "box"
-        self.argv = [str(launcher)] if launcher.is_file() and os.access(launcher, os.X_OK) else None
-        from tests.harness.cli import BOX
-
-        self.module_argv = list(BOX)
-        self.env = dict(os.environ)
-        self.env.update(
-            IMD_BOX_IMAGE=image,
-            IMD_BOX_CONTAINER=container,
-            IMD_BOX_VOLUME=volume,
-            IMD_BOX_NETWORK=network,
-            NO_COLOR="1",
-            COLUMNS="200",
+        self.has_launcher = launcher.is_file() and os.access(launcher, os.X_OK)
+        self.env = cli_env(
+            IMD_BOX_IMAGE=image, IMD_BOX_CONTAINER=container, IMD_BOX_VOLUME=volume, IMD_BOX_NETWORK=network
         )
-
-    def command(self, launcher: bool = True) -> list[str]:
-        return list(self.argv if (launcher and self.argv) else self.module_argv)
 
     def run(self, *args: str, launcher: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            self.command(launcher) + list(args),
-            cwd=str(ROOT),
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        return run_box(*args, env=self.env, timeout=timeout, launcher=launcher and self.has_launcher)
 
     def popen(self, *args: str, launcher: bool = True) -> subprocess.Popen:
-        return subprocess.Popen(
-            self.command(launcher) + list(args),
-            cwd=str(ROOT),
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        return start_box(*args, env=self.env, launcher=launcher and self.has_launcher, stderr=subprocess.STDOUT)
 
 
 def tail(text: str, n: int = 3) -> str:
@@ -332,7 +206,7 @@ class Bench:
     # ---------------------------------------------------------------- box --help
     def help(self) -> None:
         for launcher, label in ((True, "`box --help` (./box launcher)"), (False, "`python -m imdbox --help`")):
-            if launcher and not self.box.argv:
+            if launcher and not self.box.has_launcher:
                 self.rows.append(Row(label, skipped="no executable ./box in this checkout", goal=GOALS["help"]))
                 continue
             first = self.box.run("--help", launcher=launcher)  # warm-up: the launcher makes its venv once

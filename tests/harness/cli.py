@@ -11,6 +11,7 @@ from typing import Optional
 from imdbox import names
 
 BOX = [sys.executable, "-m", "imdbox"]
+LAUNCHER = [str(names.REPO_ROOT / "box")]  # what users run: makes its own virtualenv on first use
 PLAIN = {"NO_COLOR": "1", "COLUMNS": "200"}  # output the tests can match on one line
 
 
@@ -19,10 +20,12 @@ def cli_env(**overrides: str) -> dict[str, str]:
     return {**os.environ, **PLAIN, **overrides}
 
 
-def run_box(*args: str, env: Optional[dict[str, str]] = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    """`box ARGS` to the end; `.all` is stdout then stderr."""
+def run_box(
+    *args: str, env: Optional[dict[str, str]] = None, timeout: float = 300, launcher: bool = False
+) -> subprocess.CompletedProcess:
+    """`box ARGS` to the end (through ./box with `launcher`); `.all` is stdout then stderr."""
     result = subprocess.run(
-        [*BOX, *args],
+        [*(LAUNCHER if launcher else BOX), *args],
         cwd=str(names.REPO_ROOT),
         env=env if env is not None else cli_env(),
         stdin=subprocess.DEVNULL,
@@ -34,12 +37,12 @@ def run_box(*args: str, env: Optional[dict[str, str]] = None, timeout: float = 3
     return result
 
 
-def start_box(*args: str, env: Optional[dict[str, str]] = None, **popen) -> subprocess.Popen:
+def start_box(*args: str, env: Optional[dict[str, str]] = None, launcher: bool = False, **popen) -> subprocess.Popen:
     """`box ARGS` left running (a follower, or a command to interrupt), output piped."""
     popen.setdefault("stdout", subprocess.PIPE)
     popen.setdefault("stderr", subprocess.PIPE)
     return subprocess.Popen(
-        [*BOX, *args],
+        [*(LAUNCHER if launcher else BOX), *args],
         cwd=str(names.REPO_ROOT),
         env=env if env is not None else cli_env(),
         stdin=subprocess.DEVNULL,

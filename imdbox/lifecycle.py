@@ -301,7 +301,7 @@ def status() -> int:
     container = engine.box_container(client)
     img = engine.image(client, required=False)
     if container is None:
-        state = _no_container(client)
+        state = _no_container(client) if img is not None else "not created"
     else:
         container.reload()
         st = container.attrs["State"]
@@ -508,7 +508,10 @@ def remove(keep_seat: bool, delete_volume: Optional[bool], keep_image: bool) -> 
         container.stop(timeout=STOP_TIMEOUT)
     if not keep_seat and has_volume:
         if img is None:
-            raise BoxError("cannot run `imd unlink` without the box image: `box pull`/`box build`, or pass --keep-seat")
+            raise BoxError(
+                f"the box image {names.IMAGE} is missing, and `imd unlink` needs it: run `box pull` or `box build`, "
+                "or pass --keep-seat"
+            )
         if not engine.volume_has(client, engine.IMD_PATH):
             ui.say("no worker installed in the volume: no seat to free")
         elif not engine.volume_has(client, engine.WORKER_CONFIG_PATH):

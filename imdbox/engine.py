@@ -7,6 +7,7 @@ Imported only inside commands: the docker SDK is slow to import.
 from __future__ import annotations
 
 import io
+import re
 import tarfile
 import time
 from collections.abc import Sequence
@@ -24,7 +25,6 @@ WALLS_UP = b"walls up and verified"
 # Run a command in the running box exactly as the entrypoint runs the worker
 # (worker/as-imd: as `imd`, every capability gone, no_new_privs, private umask).
 AS_IMD = ["/usr/local/lib/imd-box/worker/as-imd"]
-SETTINGS_PATH = f"{names.HOME}/.imd-box/settings.env"
 IMD_PATH = f"{names.HOME}/.npm-global/bin/imd"
 # The worker's config (its device key, and its pairing once paired); IDENTITYMD_HOME in the image.
 WORKER_CONFIG_PATH = f"{names.HOME}/.identitymd/config.json"
@@ -214,19 +214,6 @@ def file_tar(path: str, data: bytes, uid: int, mode: int = 0o600) -> bytes:
     return raw.getvalue()
 
 
-def parse_settings(text: Optional[bytes]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for line in (text or b"").decode(errors="replace").splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            out[key.strip()] = value.strip()
-    return out
-
-
-def settings(client) -> dict[str, str]:
-    return parse_settings(read_volume_file(client, SETTINGS_PATH))
-
-
 def setup_done(client) -> bool:
     return volume_exists(client) and read_volume_file(client, IMD_PATH) is not None
 
@@ -299,13 +286,22 @@ def worker_running(container) -> bool:
     return any("imd start" in " ".join(str(p) for p in proc) for proc in top.get("Processes") or [])
 
 
-def wait_started(container, timeout: float = 90.0, settle: float = 2.0) -> tuple[bool, str]:
-    """Wait for the walls line and the worker process; (ok, logs). Fails fast on an exit or a restart."""
+START_TIMEOUT = 90.0  # seconds `box start` waits for the walls and the worker
+
+
+def wait_started(
+    container, timeout: float = START_TIMEOUT, settle: float = 2.0, joining: bool = False
+) -> tuple[bool, str]:
+    """Wait for the walls line and the worker process; (ok, logs). Fails fast on an exit or a restart.
+    `joining`: the box is another command's, which may not have started it yet."""
     deadline = time.monotonic() + timeout
     seen_at: Optional[float] = None
     while time.monotonic() < deadline:
         container.reload()
         state = container.attrs["State"]
+        if joining and state.get("Status") == "created":
+            time.sleep(0.3)
+            continue
         if state.get("Restarting") or container.attrs.get("RestartCount", 0) > 0 or not state.get("Running"):
             return False, container.logs().decode(errors="replace")
         if WALLS_UP in container.logs(stderr=True, stdout=False) and worker_running(container):
@@ -319,13 +315,49 @@ def wait_started(container, timeout: float = 90.0, settle: float = 2.0) -> tuple
     return False, container.logs().decode(errors="replace") + f"\n(timed out after {timeout:.0f}s)"
 
 
+def age(stamp: Optional[str]) -> float:
+    """Seconds since a Docker timestamp (RFC 3339, nanoseconds); a large number if unknown."""
+    import datetime as dt
+
+    if not stamp or stamp.startswith("0001-"):
+        return float("inf")
+    whole = stamp.split(".")[0].rstrip("Z")
+    then = dt.datetime.fromisoformat(whole).replace(tzinfo=dt.timezone.utc)
+    return (dt.datetime.now(dt.timezone.utc) - then).total_seconds()
+
+
+def being_started(container) -> bool:
+    """A box made moments ago whose walls or worker are not up yet, never restarted:
+    another `box start` is waiting for it, and removing it would break that one."""
+    state = container.attrs.get("State") or {}
+    if container.attrs.get("RestartCount", 0) > 0 or state.get("Restarting"):
+        return False
+    if state.get("Status") not in ("created", "running"):
+        return False
+    if age(container.attrs.get("Created")) > START_TIMEOUT + 10:
+        return False
+    return not (state.get("Running") and worker_running(container))
+
+
+_WORKER_END = re.compile(r"imd-box: the worker (exited with code|was killed by)")
+_TROUBLE = re.compile(r"error|fail|fatal|cannot|can't|refus|denied|invalid|not ", re.IGNORECASE)
+
+
 def last_error(logs: str) -> str:
-    """The entrypoint's or run.sh's own error line, else the last line."""
-    lines = [line for line in logs.splitlines() if line.strip()]
-    for line in reversed(lines):
+    """The latest of: the entrypoint's or run.sh's own refusal, or the worker's end
+    (run.sh's line with its exit code or signal, and the worker's own last line if it
+    says what went wrong); else the last error-like line, else the last line."""
+    lines = [line.strip() for line in logs.splitlines() if line.strip()]
+    for i in range(len(lines) - 1, -1, -1):
+        line = lines[i]
         if "imd-box:" in line and ("FAILED" in line or "not started" in line or "not installed" in line):
-            return line.strip()
+            return line
+        if _WORKER_END.search(line):
+            before = lines[i - 1] if i else ""
+            if before and "imd-box:" not in before and _TROUBLE.search(before):
+                return f"{line} (its last line: {before})"
+            return line
     for line in reversed(lines):
         if "error" in line.lower() or "failed" in line.lower():
-            return line.strip()
-    return lines[-1].strip() if lines else "(no output)"
+            return line
+    return lines[-1] if lines else "(no output)"

@@ -17,14 +17,11 @@ from typing import Optional
 import docker.errors
 
 from . import engine, names, ui, worker
-from .engine import BoxError
+from . import settings as settings_mod
+from .errors import BoxError
 from .runflags import STOP_TIMEOUT
+from .settings import RUNTIMES, check_concurrency, parse_runtimes
 
-# The runtimes box knows how to install a CLI for (worker/install.sh has the packages).
-# Which of them the installed worker runs, and how many at once, its own help says.
-RUNTIMES = ("claude", "codex", "grok")
-DEFAULT_RUNTIME = "claude"
-DEFAULT_CONCURRENCY = 2
 DEFAULT_WORKER_URL = "https://github.com/Identity-md/worker/releases/latest/download"
 # Passed through to install.sh when set (mirrors, tests).
 PASSTHROUGH_ENV = ("IMD_CLAUDE_PACKAGE", "IMD_CODEX_PACKAGE", "IMD_GROK_PACKAGE")
@@ -36,22 +33,6 @@ PASSTHROUGH_ENV = ("IMD_CLAUDE_PACKAGE", "IMD_CODEX_PACKAGE", "IMD_GROK_PACKAGE"
 GROK_SETTINGS = f"{names.HOME}/.grok/user-settings.json"
 GROK_KEY_NAME = ".imd-box-grok-key"
 GROK_KEY_STAGE = f"{names.HOME}/{GROK_KEY_NAME}"
-
-
-def parse_runtimes(text: str) -> list[str]:
-    wanted = [r.strip().lower() for r in text.split(",") if r.strip()]
-    if not wanted:
-        raise BoxError("name at least one runtime, e.g. `box runtime claude`", code=2)
-    unknown = [r for r in wanted if r not in RUNTIMES]
-    if unknown:
-        raise BoxError(f"unknown runtime {', '.join(unknown)}: choose from {', '.join(RUNTIMES)}", code=2)
-    return list(dict.fromkeys(wanted))
-
-
-def check_concurrency(value: int) -> int:
-    if not 1 <= value <= 4:
-        raise BoxError(f"concurrency must be 1 to 4 (got {value})", code=2)
-    return value
 
 
 def install_env(runtimes: Sequence[str], concurrency: int, worker_url: Optional[str] = None) -> dict[str, str]:
@@ -135,22 +116,6 @@ def _grok_signed_in(client) -> bool:
     return isinstance(settings, dict) and bool(settings.get("apiKey"))
 
 
-def saved(client) -> dict[str, str]:
-    return engine.settings(client)
-
-
-def saved_runtimes(settings: dict[str, str]) -> list[str]:
-    text = settings.get("RUNTIMES") or DEFAULT_RUNTIME
-    return [r for r in text.split(",") if r]
-
-
-def saved_concurrency(settings: dict[str, str]) -> int:
-    try:
-        return check_concurrency(int(settings.get("CONCURRENCY", DEFAULT_CONCURRENCY)))
-    except (ValueError, BoxError):
-        return DEFAULT_CONCURRENCY
-
-
 def _connect():
     """The engine, with the network setting checked before anything is looked at."""
     client = engine.connect()
@@ -178,9 +143,9 @@ def setup(
     engine.network(client)
     if engine.ensure_volume(client):
         ui.ok(f"created the volume {names.VOLUME} (your logins, the worker and its pairing live here)")
-    current = saved(client)
-    runtimes = runtimes or saved_runtimes(current)
-    concurrency = concurrency or saved_concurrency(current)
+    current = settings_mod.read_or_defaults(client)  # setup writes the file again
+    runtimes = runtimes or list(current.runtimes)
+    concurrency = concurrency or current.concurrency
     key = grok_key(client, runtimes, key)  # asked before anything is installed
     from . import browser
 
@@ -216,21 +181,54 @@ def start(quiet_if_running: bool = False) -> None:
     client = _connect()
     container = engine.box_container(client)
     engine.image(client)
+    if container is not None and engine.being_started(container):
+        # Another `box start` (at the same moment) made it and is waiting for it: so do we.
+        return _join(client)
     if container is not None and container.status == "running" and engine.worker_running(container):
-        ui.ok(f"the box is already running ({names.CONTAINER}); `box logs` to watch it")
+        ui.ok(ALREADY_RUNNING)
         return
     engine.require_setup(client)
+    settings_mod.read(client)  # damaged settings: one line now, not a box that will not start
     if container is not None:
         container.remove(force=True)
     _create_and_start(client)
 
 
+ALREADY_RUNNING = f"the box is already running ({names.CONTAINER}); `box logs` to watch it"
+
+
+def _join(client) -> None:
+    """The box is being started by another `box start`: wait for its outcome, say it once."""
+    try:
+        container = client.containers.get(names.CONTAINER)
+        started = engine.wait_started(container, joining=True)[0]
+    except docker.errors.NotFound:
+        started = False
+    if not started:
+        raise BoxError(
+            "another `box start` was starting the box at the same moment, and it did not start: "
+            "its own output says why; `box status`, then `box start` again"
+        )
+    ui.ok(ALREADY_RUNNING)
+
+
 def _create_and_start(client) -> None:
     flags = engine.flags(client, "worker", name=names.CONTAINER, restart=True)
+    try:
+        container = client.containers.create(**flags.sdk_kwargs())
+    except docker.errors.APIError as exc:
+        if exc.status_code == 409 and engine.box_container(client) is not None:
+            return _join(client)  # the name is taken by a box another `box start` made a moment ago
+        raise
     ui.step(f"starting the box {names.CONTAINER} (restarts with Docker: unless-stopped)")
-    container = client.containers.create(**flags.sdk_kwargs())
-    container.start()
-    started, logs = engine.wait_started(container)
+    try:
+        container.start()
+        started, logs = engine.wait_started(container)
+    except docker.errors.NotFound:
+        raise BoxError(
+            f"the box {names.CONTAINER} was removed while it was starting (by another command?): "
+            "`box status`, then `box start` again"
+        ) from None
     if not started:
         tail = "\n".join(logs.splitlines()[-15:])
         try:
@@ -303,7 +301,7 @@ def status() -> int:
     container = engine.box_container(client)
     img = engine.image(client, required=False)
     if container is None:
-        state = "not created (run `box start`)"
+        state = _no_container(client) if img is not None else "not created"
     else:
         container.reload()
         st = container.attrs["State"]
@@ -314,10 +312,13 @@ def status() -> int:
         else:
             state = f"stopped (exit code {st.get('ExitCode')})"
     ui.say(f"box:       {names.CONTAINER}: {state}", style="bold")
+    restarts = container.attrs.get("RestartCount", 0) if container is not None else 0
     if container is not None:
         st = container.attrs["State"]
         ui.say(f"since:     {_when(st.get('StartedAt') if st.get('Running') else st.get('FinishedAt'))}")
-        ui.say(f"restarts:  {container.attrs.get('RestartCount', 0)}")
+        # Docker forgets the exit code of a run it restarted; FinishedAt is that exit.
+        last = f", the last after an exit at {_when(st.get('FinishedAt'))}" if restarts else ""
+        ui.say(f"restarts:  {restarts}{last}")
         if st.get("Running"):
             ui.say(f"health:    {engine.health(container)}")
     if img is None:
@@ -328,19 +329,19 @@ def status() -> int:
         ui.say(
             f"image:     {names.IMAGE} {img.short_id.split(':')[-1]}, {origin}, made {_when(img.attrs.get('Created'))}"
         )
-    if container is not None and (
-        container.attrs["State"].get("Restarting") or container.attrs.get("RestartCount", 0) > 0
-    ):
-        ui.say(f"last error: {engine.last_error(container.logs(tail=50).decode(errors='replace'))}", style="red")
+    if container is not None and (container.attrs["State"].get("Restarting") or restarts > 0):
+        ui.say(f"last error: {engine.last_error(container.logs(tail=300).decode(errors='replace'))}", style="red")
     if img is None:
-        raise BoxError("cannot run `imd doctor` without the box image")
+        raise BoxError(
+            f"the box image {names.IMAGE} is missing, and `imd doctor` needs it: run `box pull` or `box build`"
+        )
     engine.require_volume(client)
-    current = saved(client)
+    current = settings_mod.read(client)
     ui.say(
-        f"runtime:   {', '.join(saved_runtimes(current))} (concurrency {saved_concurrency(current)})"
-        + ("" if current else "  [not saved yet: run `box setup`]")
+        f"runtime:   {', '.join(current.runtimes)} (concurrency {current.concurrency})"
+        + ("" if current.saved else "  [not saved yet: run `box setup`]")
     )
-    doctor = ["imd", "doctor"] + _doctor_runtime(saved_runtimes(current))
+    doctor = ["imd", "doctor"] + _doctor_runtime(list(current.runtimes))
     if container is not None and container.status == "running":
         ui.step("imd doctor (in the running box)")
         code, out = engine.exec_as_imd(container, doctor)
@@ -354,6 +355,18 @@ def status() -> int:
     flags = engine.flags(client, "status", doctor)
     code, out = engine.run_oneoff(client, flags, on_line=_print_box_line)
     return code
+
+
+def _no_container(client) -> str:
+    """What it means that there is no container, plainly, and what to do."""
+    if not engine.volume_exists(client) or not engine.volume_has(client, engine.IMD_PATH):
+        return "not created (run `box setup`, then `box start`)"
+    if engine.volume_has(client, engine.WORKER_CONFIG_PATH):
+        return (
+            "GONE: there is no container (removed outside box, e.g. `docker rm -f` or Docker Desktop, "
+            "or never started); the volume is kept: `box start` creates it again"
+        )
+    return "not created (run `box start`)"
 
 
 def _doctor_runtime(runtimes: list[str]) -> list[str]:
@@ -416,6 +429,8 @@ def update(base_image: str, ca_file: Optional[Path], no_cache: bool) -> None:
     client = _connect()
     container = engine.box_container(client)
     img = engine.image(client, required=False)
+    # Damaged settings stop the update before anything changes (the box keeps running).
+    current = settings_mod.read(client) if engine.setup_done(client) else None
     source = engine.pulled_from(img)
     if source:
         ui.step(f"the box image came from `box pull`: pulling {source} again")
@@ -434,11 +449,10 @@ def update(base_image: str, ca_file: Optional[Path], no_cache: bool) -> None:
             container.stop(timeout=STOP_TIMEOUT)
         container.remove()
         ui.ok("removed the old container (the volume stays as it is)")
-    if engine.setup_done(client):
-        current = saved(client)
-        runtimes = saved_runtimes(current)
+    if current is not None:
+        runtimes = list(current.runtimes)
         ui.step("refreshing the agent CLIs in the volume: " + ", ".join(runtimes))
-        run_install(client, "agents", install_env(runtimes, saved_concurrency(current)))
+        run_install(client, "agents", install_env(runtimes, current.concurrency))
     else:
         ui.say("setup was not done yet: nothing to refresh in the volume (run `box setup`)")
     if was_running:
@@ -456,11 +470,14 @@ def runtime(names_arg: Optional[str], concurrency: Optional[int], grok_key_file:
     container = engine.box_container(client)
     engine.image(client)
     engine.require_setup(client)
-    current = saved(client)
-    have = saved_runtimes(current)
+    if wanted is None and concurrency is None:
+        current = settings_mod.read(client)
+    else:  # this writes the file again: a damaged one is replaced
+        current = settings_mod.read_or_defaults(client)
+    have = list(current.runtimes)
     help_ = worker_help(client)
     if wanted is None and concurrency is None:
-        ui.say(f"runtime(s): {', '.join(have)} (concurrency {saved_concurrency(current)})")
+        ui.say(f"runtime(s): {', '.join(have)} (concurrency {current.concurrency})")
         ui.say(f"the installed worker {help_.version or '(version unknown)'} runs {help_.describe()}")
         ui.say(f"box can install: {', '.join(RUNTIMES)}")
         return
@@ -469,7 +486,7 @@ def runtime(names_arg: Optional[str], concurrency: Optional[int], grok_key_file:
     if problem:
         raise BoxError(f"{problem}; nothing was changed")
     key = grok_key(client, wanted, key)
-    new_concurrency = concurrency or saved_concurrency(current)
+    new_concurrency = concurrency or current.concurrency
     ui.step(f"runtime(s) {', '.join(wanted)}, concurrency {new_concurrency}: updating the CLIs in the volume")
     run_install(client, "agents", install_env(wanted, new_concurrency), grok_key=key)
     if container is not None and container.status in ("running", "restarting"):
@@ -491,7 +508,10 @@ def remove(keep_seat: bool, delete_volume: Optional[bool], keep_image: bool) -> 
         container.stop(timeout=STOP_TIMEOUT)
     if not keep_seat and has_volume:
         if img is None:
-            raise BoxError("cannot run `imd unlink` without the box image: `box pull`/`box build`, or pass --keep-seat")
+            raise BoxError(
+                f"the box image {names.IMAGE} is missing, and `imd unlink` needs it: run `box pull` or `box build`, "
+                "or pass --keep-seat"
+            )
         if not engine.volume_has(client, engine.IMD_PATH):
             ui.say("no worker installed in the volume: no seat to free")
         elif not engine.volume_has(client, engine.WORKER_CONFIG_PATH):

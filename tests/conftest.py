@@ -16,6 +16,23 @@ from tests.harness.image import build_test_image
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 LOCK_PATH = "/tmp/imdt-topology.lock"
+ENGINE_RESTART = "engine_restart"
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        f"{ENGINE_RESTART}: restarts the Docker engine (as a Mac reboot would); runs after every other test "
+        "of the session, so no other test is disturbed",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests that restart the engine go last (in the order they were collected): only the
+    session's teardown and its leak sweep come after them."""
+    last = [item for item in items if item.get_closest_marker(ENGINE_RESTART)]
+    if last:
+        items[:] = [item for item in items if not item.get_closest_marker(ENGINE_RESTART)] + last
 
 
 @pytest.fixture(scope="session")

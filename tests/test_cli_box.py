@@ -257,11 +257,12 @@ def _follow_logs_until(bx, text: str, timeout: float = 30.0) -> None:
 
 
 def test_a_failing_start_leaves_no_restart_loop(docker_client, bx):
-    bad = "printf 'RUNTIMES=claude\\nCONCURRENCY=9\\n' > ~/.imd-box/settings.env"
+    # Settings box reads as valid (a list), which only run.sh, in the box, finds this worker cannot run.
+    bad = "printf 'RUNTIMES=claude,codex\\nCONCURRENCY=2\\n' > ~/.imd-box/settings.env"
     assert bx.run("shell", "bash", "-c", bad).returncode == 0
     r = bx.run("start")
     assert r.returncode == 1, r.all
-    assert "did not start" in r.stderr and "bad CONCURRENCY" in r.stderr, r.all
+    assert "did not start" in r.stderr and "runs one runtime at a time" in r.stderr, r.all
     assert _container(docker_client, bx.container) is None
 
 
@@ -282,7 +283,7 @@ def test_status_shows_the_last_error_of_a_restarting_box(docker_client, bx):
         time.sleep(0.5)
     r = bx.run("status")
     assert "restarts:  0" not in r.stdout, r.all
-    assert "last error: imd-box: bad CONCURRENCY" in r.stdout, r.all
+    assert f"last error: imd-box: {SETTINGS} is damaged (bad CONCURRENCY '0'" in r.stdout, r.all
     assert bx.run("stop").returncode == 0
     assert bx.run("shell", "bash", "-c", RESET_SETTINGS).returncode == 0
     r = bx.run("start")

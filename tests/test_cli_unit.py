@@ -14,7 +14,7 @@ import zipfile
 
 import pytest
 
-from imdbox import engine, lifecycle, names, worker
+from imdbox import engine, lifecycle, names, settings, worker
 from imdbox.errors import BoxError
 from tests import fake_worker
 from tests.harness.cli import cli_env, run_box
@@ -122,14 +122,13 @@ def test_network_override_must_be_an_existing_bridge(monkeypatch):
 
 
 def test_parsers():
-    assert lifecycle.parse_runtimes("Claude, grok,claude") == ["claude", "grok"]
+    assert settings.parse_runtimes("Claude, grok,claude") == ["claude", "grok"]
     with pytest.raises(BoxError):
-        lifecycle.parse_runtimes(" , ")
-    assert engine.parse_settings(b"RUNTIMES=claude,grok\nCONCURRENCY=3\n") == {
-        "RUNTIMES": "claude,grok",
-        "CONCURRENCY": "3",
-    }
-    assert lifecycle.saved_concurrency({"CONCURRENCY": "9"}) == 2
+        settings.parse_runtimes(" , ")
+    assert settings.parse(b"RUNTIMES=claude,grok\nCONCURRENCY=3\n") == settings.Settings(("claude", "grok"), 3, True)
+    assert settings.parse(None) == settings.Settings()  # no file yet: the defaults
+    with pytest.raises(settings.SettingsError, match="bad CONCURRENCY '9'"):
+        settings.parse(b"RUNTIMES=claude\nCONCURRENCY=9\n")
     since = lifecycle.parse_since("10m")
     assert since.tzinfo is not None
     with pytest.raises(BoxError):

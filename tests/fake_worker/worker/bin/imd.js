@@ -19,6 +19,8 @@
 // Test hook: IMD_FAKE_UPDATE_EXITS names a file holding a count N. A worker
 // started with --auto-update that finds N > 0 writes N-1 and exits 75, as the
 // real one does after installing an update.
+// Test hook: SIGUSR2 to a running `imd start` (the worker, not its supervisor) is a
+// crash: an error line and exit 3, as an uncaught error in the real one would be.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes, randomInt } from "node:crypto";
 import fs from "node:fs";
@@ -576,6 +578,10 @@ async function start(values) {
     };
     process.once("SIGINT", shutdown);
     process.once("SIGTERM", shutdown);
+    process.once("SIGUSR2", () => {
+      process.stderr.write("Error: the stand-in crashed (SIGUSR2, its test hook)\n");
+      process.exit(3);
+    });
   });
 }
 

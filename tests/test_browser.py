@@ -33,9 +33,10 @@ PAGE_MARK = "imd-test-listener:box-page"
 
 def js(script: str, *args: str) -> list[str]:
     """tests/harness/browser/SCRIPT.mjs as a command in the box; it is given the image's
-    check.mjs (for its helpers) and launcher, then `args`."""
+    launcher and check.mjs (for its helpers), then `args`. check.mjs must not come first:
+    it takes itself for the program run when it finds its own path in argv[1]."""
     text = (JS_DIR / f"{script}.mjs").read_text()
-    return ["node", "--input-type=module", "-e", text, browser.CHECK_SCRIPT, browser.LAUNCHER, *args]
+    return ["node", "--input-type=module", "-e", text, browser.LAUNCHER, browser.CHECK_SCRIPT, *args]
 
 
 def node(container, script: str, *args: str, user: str = "imd", timeout: int = 60):

@@ -1,8 +1,8 @@
-// Run inside the box as imd by tests/test_browser.py: node --input-type=module -e <this> CHECK LAUNCHER ARGS...
+// Run inside the box as imd by tests/test_browser.py: node --input-type=module -e <this> LAUNCHER CHECK ARGS...
 // The worker's way in: the launcher on stdio, newline-delimited JSON-RPC.
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
-const [CHECK, LAUNCHER, ...ARGS] = process.argv.slice(1);
+const [LAUNCHER, CHECK, ...ARGS] = process.argv.slice(1);
 const { startPage } = await import(CHECK);
 const page = await startPage("<p>imd-test-listener:stdio-page</p>");
 const child = spawn(LAUNCHER, [], { stdio: ["pipe", "pipe", "inherit"] });

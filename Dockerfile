@@ -58,9 +58,9 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 COPY ca/ /usr/local/share/ca-certificates/imd-box/
 # Versions come from the signed trixie archive; pinning exact Debian revisions
 # would break every rebuild after a security update. `box update` sets APT_REFRESH
-# to the moment of the update, so this layer and the ones below are rebuilt with
-# the newest trixie packages; `box build` passes the value the current image was
-# built with (its label below), so a plain build keeps them cached.
+# to the day of the update, so this layer and the ones below are rebuilt with the
+# newest trixie packages (once a day at most); `box build` passes the value the
+# current image was built with (its label below), so a plain build keeps them cached.
 ARG APT_REFRESH=
 # hadolint ignore=DL3008
 RUN echo "Debian packages as of: ${APT_REFRESH:-the first build}" \

@@ -93,8 +93,9 @@ def build_args(base_image: str, version: str, revision: str, apt_refresh: str = 
 
 
 def apt_refresh_stamp() -> str:
-    """A new APT_REFRESH value: the moment of the update (UTC)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    """The APT_REFRESH value of an update: today (UTC). Debian's packages are fetched
+    anew once a day at most; a second update the same day keeps the day's layers."""
+    return time.strftime("%Y-%m-%d", time.gmtime())
 
 
 def build_image(

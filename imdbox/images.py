@@ -71,10 +71,14 @@ def build(
                 ui.say(f"with the {len(certs)} extra CA certificate(s) the current image was built with")
     except build_mod.BuildError as exc:
         raise BoxError(str(exc)) from None
-    apt_refresh = build_mod.apt_refresh_stamp() if refresh_apt else labels.get(build_mod.APT_LABEL, "")
+    # A first build fetches today's packages too, and says so in its label.
+    last_refresh = labels.get(build_mod.APT_LABEL, "")
+    apt_refresh = build_mod.apt_refresh_stamp() if refresh_apt or not last_refresh else last_refresh
     ui.step(f"building {names.IMAGE} from {names.REPO_ROOT} (base {base_image})")
-    if refresh_apt:
+    if refresh_apt and apt_refresh != last_refresh:
         ui.say("with the newest Debian trixie packages (the package layers are rebuilt)")
+    elif refresh_apt:
+        ui.say(f"Debian's packages were fetched today ({apt_refresh}) already: their layers stay")
 
     def on_line(line: str) -> None:
         if line.startswith("Step "):

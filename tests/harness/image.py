@@ -43,6 +43,9 @@ def build_test_image(client: docker.DockerClient, log_path: Path) -> str:
             tag=TEST_IMAGE,
             base_image=BASE_IMAGE,
             ca_certs=build.read_ca_file(ca) if ca and ca.is_file() else None,
+            # Today's packages, as `box build` and `box update` label them: the tests'
+            # builds and updates reuse these layers (test_cli_build shows a refresh itself).
+            apt_refresh=build.apt_refresh_stamp(),
             on_line=lambda line: log.write(line + "\n"),
         )
         log.write(f"built {TEST_IMAGE} in {time.monotonic() - started:.1f}s\n")

@@ -27,7 +27,7 @@ import docker
 import pytest
 
 from imdbox import names
-from tests.fake_worker.fixtures import FEED_URL, box_env, volume_files
+from tests.fake_worker.fixtures import FEED_URL, box_env
 from tests.harness.image import BASE_IMAGE, CA_FILE
 from tests.harness.keep import kept_files
 from tests.test_cli_pull import registry  # noqa: F401  (the loopback registry fixture)
@@ -74,22 +74,41 @@ def bx(docker_client, installed):
 
 
 def _snapshot(client, env) -> dict:
-    files = {**kept_files(client, env), **volume_files(client, env, INSTALLED)}
+    files = {**kept_files(client, env), **_read(client, env, INSTALLED)}
     assert all(files.values()), [p for p, v in files.items() if not v]
     return files
 
 
-def _listing(client, env, folder: str) -> list[str]:
-    """The names in a folder of the volume, read by a container that never runs."""
-    helper = client.containers.create(
+def _helper(client, env):
+    return client.containers.create(
         env.image,
         entrypoint=["true"],
         command=[],
         network_mode="none",
         volumes={env.volume: {"bind": names.HOME, "mode": "ro"}},
         labels={"imd-test": "1"},
-        name=f"imdt-list-{uuid.uuid4().hex[:8]}",
+        name=f"imdt-read-{uuid.uuid4().hex[:8]}",
     )
+
+
+def _read(client, env, paths) -> dict:
+    """Files of the volume (a bin link as its target), read by one container that never runs."""
+    helper = _helper(client, env)
+    out = {}
+    try:
+        for path in paths:
+            chunks, _ = helper.get_archive(path)
+            with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
+                member = tar.next()
+                out[path] = member.linkname.encode() if member.issym() else tar.extractfile(member).read()
+    finally:
+        helper.remove(force=True)
+    return out
+
+
+def _listing(client, env, folder: str) -> list[str]:
+    """The names in a folder of the volume, read by a container that never runs."""
+    helper = _helper(client, env)
     try:
         chunks, _ = helper.get_archive(folder)
         with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
@@ -130,27 +149,33 @@ def _hold_the_stop(env) -> dict:
     return {}
 
 
+def _no_change(env) -> dict:
+    return {}
+
+
 PHASES = {
-    # --no-cache: whatever the build caches, Ctrl-C lands in a RUN step that fetches packages.
-    "build": (["--no-cache"], lambda env: {}, "apt-get update"),
-    "stop": ([], _hold_the_stop, "stopping the box"),
+    # The build's FROM pulls a base image through the holding proxy: Ctrl-C lands inside
+    # the build however fast the rest of it would be (its cache is left alone).
+    "build": (_no_change, None),
+    "stop": (_hold_the_stop, "stopping the box"),
     # The feed holds the CLI's download open: npm waits in its staging folder.
-    "agents": (
-        [],
-        lambda env: {"IMD_CLAUDE_PACKAGE": f"{FEED_URL}/hold/npm/claude-code.tgz"},
-        "installing the claude CLI",
-    ),
+    "agents": (lambda env: {"IMD_CLAUDE_PACKAGE": f"{FEED_URL}/hold/npm/claude-code.tgz"}, "installing the claude CLI"),
 }
 
 
 @pytest.mark.parametrize("phase", PHASES)
-def test_update_cut_short_in_each_phase_then_completes(docker_client, bx, phase):
-    extra, prepare, until = PHASES[phase]
+def test_update_cut_short_in_each_phase_then_completes(docker_client, bx, held_image, phase):
+    prepare, until = PHASES[phase]
     assert bx.run("start").returncode == 0
     before = _snapshot(docker_client, bx)
     networks = _our_networks(docker_client)
     overrides = prepare(bx)
-    took, stderr = _interrupt([*BOX, *UPDATE, *extra], bx.env(**overrides), until, 0.0)
+    argv = [*BOX, *UPDATE]
+    if phase == "build":
+        reference, proxy = held_image
+        argv = [*BOX, "update", "--base-image", reference, "--ca-cert", CA_FILE]
+        until = proxy.holding.is_set
+    took, stderr = _interrupt(argv, bx.env(**overrides), until, 0.0)
     _assert_ended_cleanly(docker_client, bx, took, stderr)
     assert _our_networks(docker_client) == networks
     assert _snapshot(docker_client, bx) == before
@@ -320,37 +345,45 @@ def _tiny_image(client, repo: str, tag: str) -> None:
     client.api.import_image_from_data(raw.getvalue(), repository=repo, tag=tag)
 
 
-def test_ctrl_c_during_pull_leaves_nothing(docker_client, registry):  # noqa: F811
+@pytest.fixture
+def held_image(docker_client, registry):  # noqa: F811
+    """A tiny image in the loopback registry, and its reference through a proxy that
+    holds its layer downloads open: (reference, proxy)."""
     tag = uuid.uuid4().hex[:8]
     pushed = f"{registry}/imdt-tiny"
-    local = f"imdt-pulled:{tag}"
     proxy = _HoldingProxy(registry)
-    serving = threading.Thread(target=proxy.serve_forever, daemon=True)
-    serving.start()
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
     through = f"127.0.0.1:{proxy.server_address[1]}/imdt-tiny:{tag}"
-    env = {"IMD_BOX_IMAGE": local, "IMD_BOX_CONTAINER": f"imdt-box-{tag}", "IMD_BOX_VOLUME": f"imdt-home-{tag}"}
-    containers = {c.id for c in docker_client.containers.list(all=True)}
-    networks = _our_networks(docker_client)
     try:
         _tiny_image(docker_client, pushed, tag)
         for event in docker_client.api.push(pushed, tag=tag, stream=True, decode=True):
             assert "error" not in event, event
         docker_client.images.remove(f"{pushed}:{tag}")
-        took, stderr = _interrupt([*BOX, "pull", "--image", through], env, lambda: proxy.holding.is_set(), 0.0)
-        assert took < GRACE, f"`box pull` still running {GRACE} s after Ctrl-C"
-        assert stderr.strip() == "", f"not quiet: {stderr!r}"
-        proxy.release.set()
-        for ref in (through, local):
-            with pytest.raises(docker.errors.ImageNotFound):
-                docker_client.images.get(ref)
-        assert {c.id for c in docker_client.containers.list(all=True)} == containers
-        assert _our_networks(docker_client) == networks
+        yield through, proxy
     finally:
         proxy.release.set()
         proxy.shutdown()
         proxy.server_close()
-        for ref in (f"{pushed}:{tag}", through, local):
+        for ref in (f"{pushed}:{tag}", through):
             try:
                 docker_client.images.remove(ref, force=True)
             except docker.errors.ImageNotFound:
                 pass
+
+
+def test_ctrl_c_during_pull_leaves_nothing(docker_client, held_image):
+    through, proxy = held_image
+    tag = uuid.uuid4().hex[:8]
+    local = f"imdt-pulled:{tag}"
+    env = {"IMD_BOX_IMAGE": local, "IMD_BOX_CONTAINER": f"imdt-box-{tag}", "IMD_BOX_VOLUME": f"imdt-home-{tag}"}
+    containers = {c.id for c in docker_client.containers.list(all=True)}
+    networks = _our_networks(docker_client)
+    took, stderr = _interrupt([*BOX, "pull", "--image", through], env, proxy.holding.is_set, 0.0)
+    assert took < GRACE, f"`box pull` still running {GRACE} s after Ctrl-C"
+    assert stderr.strip() == "", f"not quiet: {stderr!r}"
+    proxy.release.set()
+    for ref in (through, local):
+        with pytest.raises(docker.errors.ImageNotFound):
+            docker_client.images.get(ref)
+    assert {c.id for c in docker_client.containers.list(all=True)} == containers
+    assert _our_networks(docker_client) == networks

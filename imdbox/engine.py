@@ -204,6 +204,14 @@ def volume_has(client, path: str) -> bool:
             return False
 
 
+def write_volume_file(client, path: str, data: bytes) -> None:
+    """Put one file (imd's, mode 600) into an existing folder of the volume, through a
+    created (never started) box: nothing runs, and root inside never touches it."""
+    folder, _, base = path.rpartition("/")
+    with throwaway(client, flags(client, "write", ["true"], starts=False).sdk_kwargs()) as helper:
+        helper.put_archive(folder, file_tar(base, data, names.UID))
+
+
 def file_tar(path: str, data: bytes, uid: int, mode: int = 0o600) -> bytes:
     """One file as a tar for `put_archive`, owned by `uid` (`path` relative to where it is put)."""
     info = tarfile.TarInfo(path)

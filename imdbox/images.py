@@ -35,6 +35,8 @@ def pull(client, reference: str) -> None:
                 if not layer or layer == tag:
                     continue
                 detail = event.get("progressDetail") or {}
+                if not tasks:
+                    ui.step(f"downloading the layers of {repo}:{tag}")
                 if layer not in tasks:
                     tasks[layer] = progress.add_task(f"{layer} {status}", total=None)
                 task = tasks[layer]

@@ -52,7 +52,14 @@ def _print_box_line(line: str) -> None:
         ui.say(line)
 
 
-def run_install(client, mode: str, env: dict[str, str], grok_key: Optional[str] = None) -> None:
+# How a full volume shows in the install box's output: install.sh's own line, or
+# a tool's ENOSPC (npm, tar, the worker writing its files).
+_VOLUME_FULL = ("the volume is full", "No space left on device", "ENOSPC")
+
+
+def run_install(
+    client, mode: str, env: dict[str, str], grok_key: Optional[str] = None, again: str = "box setup"
+) -> None:
     files = None
     if grok_key:
         env = {**env, "IMD_BOX_GROK_KEY_FILE": GROK_KEY_STAGE}
@@ -60,6 +67,12 @@ def run_install(client, mode: str, env: dict[str, str], grok_key: Optional[str] 
     flags = engine.flags(client, "setup", [engine.INSTALL_SH, mode], environment=env)
     code, out = engine.run_oneoff(client, flags, on_line=_print_box_line, files=files)
     if code != 0:
+        if any(mark in out for mark in _VOLUME_FULL):
+            raise BoxError(
+                f"the volume {names.VOLUME} is full (no space left on device); what was installed is unchanged: "
+                f"free disk space for Docker (`docker system prune`, or a larger disk in Docker Desktop's "
+                f"Settings → Resources), then run `{again}` again"
+            )
         raise BoxError(f"install failed: {engine.last_error(out)}")
 
 
@@ -425,12 +438,32 @@ def _print_shell_line(line: str) -> None:
 
 
 # ------------------------------------------------------------------ update
+# Written before `box update` stops a running box, cleared once it runs again: an
+# update cut short (Ctrl-C, a full volume) after the stop leaves the box stopped or
+# removed, and the next `box update` then knows to start it. Only box reads it, from
+# outside (never root inside the box).
+RESUME_PATH = f"{names.HOME}/.imd-box/resume-after-update"
+
+
+def _resume_pending(client) -> bool:
+    return engine.volume_exists(client) and engine.read_volume_file(client, RESUME_PATH) == b"1\n"
+
+
+def _set_resume(client, on: bool) -> None:
+    try:
+        engine.write_volume_file(client, RESUME_PATH, b"1\n" if on else b"0\n")
+    except docker.errors.APIError as exc:  # e.g. a full volume: the update goes on without it
+        ui.dim(f"(could not note in the volume that the box was running: {exc.explanation or exc})")
+
+
 def update(base_image: str, ca_file: Optional[Path], no_cache: bool) -> None:
     client = _connect()
     container = engine.box_container(client)
     img = engine.image(client, required=False)
     # Damaged settings stop the update before anything changes (the box keeps running).
     current = settings_mod.read(client) if engine.setup_done(client) else None
+    was_running = container is not None and container.status in ("running", "restarting")
+    resume = was_running or _resume_pending(client)
     source = engine.pulled_from(img)
     if source:
         ui.step(f"the box image came from `box pull`: pulling {source} again")
@@ -442,22 +475,25 @@ def update(base_image: str, ca_file: Optional[Path], no_cache: bool) -> None:
         from .images import build
 
         build(client, base_image, ca_file, no_cache, refresh_apt=True)
-    was_running = container is not None and container.status in ("running", "restarting")
     if container is not None:
         if was_running:
+            _set_resume(client, True)
             ui.step(f"stopping the box (up to {STOP_TIMEOUT}s for the worker to finish cleanly)")
             container.stop(timeout=STOP_TIMEOUT)
-        container.remove()
+        container.remove(force=True)
         ui.ok("removed the old container (the volume stays as it is)")
     if current is not None:
         runtimes = list(current.runtimes)
         ui.step("refreshing the agent CLIs in the volume: " + ", ".join(runtimes))
-        run_install(client, "agents", install_env(runtimes, current.concurrency))
+        run_install(client, "agents", install_env(runtimes, current.concurrency), again="box update")
     else:
         ui.say("setup was not done yet: nothing to refresh in the volume (run `box setup`)")
-    if was_running:
+    if resume:
+        if not was_running:
+            ui.say("the box was running when an earlier `box update` was cut short: starting it again")
         _create_and_start(client)
-    ui.ok("updated" + ("; the box is running again" if was_running else "; `box start` when you want it running"))
+        _set_resume(client, False)
+    ui.ok("updated" + ("; the box is running again" if resume else "; `box start` when you want it running"))
 
 
 # ------------------------------------------------------------------ runtime
@@ -488,7 +524,7 @@ def runtime(names_arg: Optional[str], concurrency: Optional[int], grok_key_file:
     key = grok_key(client, wanted, key)
     new_concurrency = concurrency or current.concurrency
     ui.step(f"runtime(s) {', '.join(wanted)}, concurrency {new_concurrency}: updating the CLIs in the volume")
-    run_install(client, "agents", install_env(wanted, new_concurrency), grok_key=key)
+    run_install(client, "agents", install_env(wanted, new_concurrency), grok_key=key, again="box runtime")
     if container is not None and container.status in ("running", "restarting"):
         ui.step("restarting the worker on " + " and ".join(wanted))
         container.stop(timeout=STOP_TIMEOUT)

@@ -16,6 +16,7 @@ import docker.errors
 from . import names
 
 INTERRUPTED_WAIT = 1.5  # seconds a Ctrl-C'd command waits for its box's removal
+INTERRUPTED_TERM = 0.7  # of which its box gets this long to clean up after SIGTERM
 
 
 @contextlib.contextmanager
@@ -47,6 +48,16 @@ def throwaway(client, kwargs: dict) -> Iterator:
         except docker.errors.APIError:  # never made, or already gone
             pass
 
+    def stop_then_remove() -> None:
+        # SIGTERM first: an install box removes its staging folder from the volume
+        # on it (worker/install.sh), which a SIGKILL would leave half-written.
+        try:
+            client.api.kill(name, signal="SIGTERM")
+            client.api.wait(name, timeout=INTERRUPTED_TERM)
+        except Exception:  # not running, gone, or still busy after INTERRUPTED_TERM
+            pass
+        remove()
+
     interrupted = False
     try:
         yield client.containers.create(**kwargs)
@@ -59,7 +70,7 @@ def throwaway(client, kwargs: dict) -> Iterator:
                 # Ctrl-C: box ends within 2 s. Killing a box whose sandboxes hold their
                 # own namespaces can take longer; the engine finishes the removal on its
                 # own once asked, so box asks and stops waiting after INTERRUPTED_WAIT.
-                asking = threading.Thread(target=remove, daemon=True)
+                asking = threading.Thread(target=stop_then_remove, daemon=True)
                 asking.start()
                 asking.join(INTERRUPTED_WAIT)
             else:

@@ -23,9 +23,58 @@ runtimes=${IMD_BOX_RUNTIMES:-claude}
 concurrency=${IMD_BOX_CONCURRENCY:-2}
 state="$HOME/.imd-box"
 asset=identitymd-worker.tgz
+worker_pkg=@identitymd/worker
 
 say() { echo "imd-box: $*"; }
-die() { echo "imd-box: FAILED: $*" >&2; exit 1; }
+# A failure on a full volume says so, whatever step hit it (curl, npm and tar
+# each word ENOSPC their own way). The staging folder is still there then, so a
+# nearly full volume is seen before the clean-up frees it.
+volume_full() {
+  local avail
+  avail=$(df -Pk "$HOME" 2>/dev/null | awk 'NR == 2 {print $4}')
+  [ -n "$avail" ] && [ "$avail" -lt 1024 ]
+}
+die() {
+  if volume_full; then
+    echo "imd-box: FAILED: the volume is full (no space left on device) while: $*; nothing installed was changed" >&2
+  else
+    echo "imd-box: FAILED: $*" >&2
+  fi
+  exit 1
+}
+
+# Installs are atomic: everything is downloaded, verified and installed into a
+# staging folder in the volume (same filesystem), then swapped in by rename.
+# A failure, a full volume or an interrupt (box sends SIGTERM on Ctrl-C) removes
+# the staging folder; one left by a SIGKILL is removed by the next run.
+stage=
+child=
+cleanup() {
+  if [ -n "$stage" ]; then rm -rf "$stage"; fi
+  stage=
+}
+on_signal() {
+  if [ -n "$child" ]; then kill "$child" 2>/dev/null || true; fi
+  cleanup
+  echo "imd-box: interrupted; nothing installed was changed" >&2
+  exit 143
+}
+trap cleanup EXIT
+trap on_signal TERM INT
+# A long step runs in the background so that a signal is handled at once
+# (bash runs a trap only after a foreground command ends).
+bg() {
+  local rc=0
+  "$@" &
+  child=$!
+  wait "$child" || rc=$?
+  child=
+  return "$rc"
+}
+new_stage() {
+  cleanup
+  stage=$(mktemp -d "$state/.staging.XXXXXX")
+}
 
 [[ "$runtimes" =~ ^[a-z]+(,[a-z]+)*$ ]] || die "bad runtime list '$runtimes'"
 [[ "$concurrency" =~ ^[1-4]$ ]] || die "concurrency must be 1 to 4, not '$concurrency'"
@@ -36,7 +85,30 @@ mkdir -p "$NPM_CONFIG_PREFIX" "$IDENTITYMD_HOME" "$state"
 # The worker's config holds its private device key: only imd may look inside
 # (also for a volume set up before the box made everything private).
 chmod 700 "$IDENTITYMD_HOME" "$state"
+rm -rf "$state"/.staging.* "$state"/settings.env.tmp # left by a run that was killed
 npm_global() { npm "$@" --global --loglevel=error --no-progress; }
+
+# npm installs <spec> into the staging prefix; the package's folder is then
+# exchanged with the installed one in one rename (renameat2 RENAME_EXCHANGE),
+# and each of its bin links is replaced by a rename. Until that moment the
+# installed package is untouched.
+npm_swap() { # <package name> <spec>
+  local name=$1 spec=$2 live="$NPM_CONFIG_PREFIX/lib/node_modules/$1" link bin
+  bg npm install --global --prefix "$stage/prefix" --loglevel=error --no-progress "$spec" || return 1
+  [ -d "$stage/prefix/lib/node_modules/$name" ] || { echo "the package is not $name" >&2; return 1; }
+  mkdir -p "$(dirname "$live")" "$NPM_CONFIG_PREFIX/bin"
+  if [ ! -e "$live" ]; then
+    mv -T "$stage/prefix/lib/node_modules/$name" "$live"
+  elif ! mv --exchange -T "$stage/prefix/lib/node_modules/$name" "$live" 2>/dev/null; then
+    mv -T "$live" "$stage/old" && mv -T "$stage/prefix/lib/node_modules/$name" "$live"
+  fi
+  for link in "$stage/prefix/bin/"*; do
+    [ -L "$link" ] || continue
+    bin=$(basename "$link")
+    cp -P "$link" "$NPM_CONFIG_PREFIX/bin/.$bin.new"
+    mv -T "$NPM_CONFIG_PREFIX/bin/.$bin.new" "$NPM_CONFIG_PREFIX/bin/$bin"
+  done
+}
 
 # Each runtime's CLI: the npm package (name for uninstall) and the spec to install.
 package_of() {
@@ -56,31 +128,33 @@ spec_of() {
 }
 
 install_worker() {
-  local tmp expected actual
-  tmp=$(mktemp -d)
-  # shellcheck disable=SC2064
-  trap "rm -rf '$tmp'" EXIT
+  local expected actual
+  new_stage
   say "downloading the worker release from $base"
   for f in "$asset" SHA256SUMS build.json; do
-    curl -fsSL --retry 2 --connect-timeout 20 -o "$tmp/$f" "$base/$f" \
+    bg curl -fsSL --retry 2 --connect-timeout 20 -o "$stage/$f" "$base/$f" \
       || die "could not download $base/$f; the installed worker (if any) is unchanged"
   done
-  expected=$(awk -v f="$asset" '$2 == f || $2 == "*" f {print $1; exit}' "$tmp/SHA256SUMS")
+  expected=$(awk -v f="$asset" '$2 == f || $2 == "*" f {print $1; exit}' "$stage/SHA256SUMS")
   [ -n "$expected" ] || die "SHA256SUMS has no line for $asset; refusing to install (the installed worker, if any, is unchanged)"
-  actual=$(sha256sum "$tmp/$asset" | awk '{print $1}')
+  actual=$(sha256sum "$stage/$asset" | awk '{print $1}')
   if [ "$expected" != "$actual" ]; then
     die "checksum mismatch for $asset: SHA256SUMS says $expected, the download is $actual; refusing to install (the installed worker, if any, is unchanged)"
   fi
   say "checksum verified: $asset sha256 $actual"
-  npm_global install "$tmp/$asset" || die "npm could not install the worker"
-  cp "$tmp/build.json" "$state/worker-build.json"
+  # A release cut short before its sums were made passes the checksum: read it whole first.
+  tar -tzf "$stage/$asset" >/dev/null 2>&1 \
+    || die "the release's $asset is not a whole archive (cut off or damaged); refusing to install (the installed worker, if any, is unchanged): try again later"
+  npm_swap "$worker_pkg" "$stage/$asset" || die "npm could not install the worker (the installed worker, if any, is unchanged)"
+  mv -T "$stage/build.json" "$state/worker-build.json"
   command -v imd >/dev/null || die "the worker installed but 'imd' is not on PATH"
+  cleanup
   # The worker has no --version: line 1 of its help names it,
   # `imd — IdentityMD contributor daemon (v<daemonVersion>)`, as build.json does.
   local help version
   help=$(imd help 2>&1 || true)
   version=$(sed -n '1s/.*(v\([^()]*\))$/\1/p' <<<"$help")
-  say "worker installed: ${version:-?} (the release's build.json: daemonVersion $(build_field daemonVersion "$tmp/build.json"), sourceCommit $(build_field sourceCommit "$tmp/build.json"))"
+  say "worker installed: ${version:-?} (the release's build.json: daemonVersion $(build_field daemonVersion "$state/worker-build.json"), sourceCommit $(build_field sourceCommit "$state/worker-build.json"))"
 }
 
 build_field() {
@@ -98,7 +172,9 @@ install_agents() {
     pkg=$(package_of "$known")
     if [[ ",$runtimes," == *",$known,"* ]]; then
       say "installing the $known CLI: $(spec_of "$known")"
-      npm_global install "$(spec_of "$known")" || die "npm could not install $(spec_of "$known")"
+      new_stage
+      npm_swap "$pkg" "$(spec_of "$known")" || die "npm could not install $(spec_of "$known") (the installed $known CLI, if any, is unchanged)"
+      cleanup
     elif npm ls --global --depth=0 "$pkg" >/dev/null 2>&1; then
       say "removing the $known CLI ($pkg): $known is no longer a runtime"
       npm_global uninstall "$pkg" || die "npm could not remove $pkg"
@@ -152,7 +228,8 @@ JS
 }
 
 save_settings() {
-  printf 'RUNTIMES=%s\nCONCURRENCY=%s\n' "$runtimes" "$concurrency" >"$state/settings.env.tmp"
+  printf 'RUNTIMES=%s\nCONCURRENCY=%s\n' "$runtimes" "$concurrency" >"$state/settings.env.tmp" \
+    || { rm -f "$state/settings.env.tmp"; die "could not save the settings (they are as they were)"; }
   mv "$state/settings.env.tmp" "$state/settings.env"
   say "saved: runtime(s) $runtimes, concurrency $concurrency"
 }

@@ -133,6 +133,14 @@ def default_feed() -> dict[str, bytes]:
     for folder, spec in RELEASES.items():
         for name, data in release(**spec).items():
             tree[f"{folder}/{name}"] = data
+    # A release cut off half-way: its SHA256SUMS made from the whole archive
+    # (`truncated`), and from the cut-off one (`truncated-sums`: only tar sees it).
+    good = release(**RELEASES["v2"])
+    cut = good["identitymd-worker.tgz"][: len(good["identitymd-worker.tgz"]) // 2]
+    cut_sums = f"{hashlib.sha256(cut).hexdigest()}  identitymd-worker.tgz\n".encode()
+    for folder, sums in (("truncated", good["SHA256SUMS"]), ("truncated-sums", cut_sums)):
+        tree.update({f"{folder}/identitymd-worker.tgz": cut, f"{folder}/SHA256SUMS": sums})
+        tree[f"{folder}/build.json"] = good["build.json"]
     tree["npm/claude-code.tgz"] = agent_tgz("@anthropic-ai/claude-code", "claude")
     tree["npm/codex.tgz"] = agent_tgz("@openai/codex", "codex")
     tree["npm/grok-cli.tgz"] = agent_tgz("@vibe-kit/grok-cli", "grok")

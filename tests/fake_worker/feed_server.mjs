@@ -1,4 +1,5 @@
 // The fake release feed: serves /srv read-only over HTTP :80 (runs in a test container).
+// Any path under /hold/ is held open, never answered.
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
@@ -7,6 +8,8 @@ const root = "/srv";
 http
   .createServer((req, res) => {
     const rel = path.normalize(decodeURIComponent(new URL(req.url, "http://x").pathname));
+    // /hold/...: a download that never answers (a test interrupts box while it waits).
+    if (rel.startsWith("/hold/")) return;
     const file = path.join(root, rel);
     if (!file.startsWith(root + "/") || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
       res.writeHead(404).end("not found\n");

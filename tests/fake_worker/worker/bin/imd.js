@@ -528,6 +528,19 @@ function takeFakeUpdate() {
   return true;
 }
 
+// Test hook: a file `fake-slow-stop` in IDENTITYMD_HOME holding N makes the next
+// shutdown take N seconds (a worker finishing a task); it is used up at once.
+function takeSlowStop() {
+  const file = path.join(HOME, "fake-slow-stop");
+  try {
+    const seconds = Number.parseInt(fs.readFileSync(file, "utf8"), 10) || 0;
+    fs.unlinkSync(file);
+    return Math.min(Math.max(seconds, 0), 25);
+  } catch {
+    return 0;
+  }
+}
+
 async function start(values) {
   const flag = runtimeFlag(values.runtime);
   if (flag.error) return fail(flag.error);
@@ -574,7 +587,8 @@ async function start(values) {
     const shutdown = () => {
       log("shutting down");
       clearInterval(liveness);
-      resolve(0);
+      const seconds = takeSlowStop();
+      setTimeout(() => resolve(0), seconds * 1000);
     };
     process.once("SIGINT", shutdown);
     process.once("SIGTERM", shutdown);

@@ -18,7 +18,7 @@ import docker.errors
 
 from . import hostaddrs, names
 from .errors import BoxError
-from .runflags import SYSTEM_PATH, EngineLimits, RunFlags, image_reader_kwargs
+from .runflags import STOP_TIMEOUT, SYSTEM_PATH, EngineLimits, RunFlags, image_reader_kwargs
 from .throwaway import throwaway
 
 WALLS_UP = b"walls up and verified"
@@ -93,6 +93,41 @@ def pulled_from(img) -> Optional[str]:
         if tag != names.IMAGE:
             return tag
     return None
+
+
+def is_running(container) -> bool:
+    """Running, or being restarted by Docker (its restart policy): up, as far as a user cares."""
+    return container is not None and container.status in ("running", "restarting")
+
+
+def is_up(container) -> bool:
+    """Running right now (a command can be executed in it)."""
+    return container is not None and container.status == "running"
+
+
+def create_box(client, flags: RunFlags):
+    return client.containers.create(**flags.sdk_kwargs())
+
+
+def stop_box(container) -> None:
+    """SIGTERM, then SIGKILL after STOP_TIMEOUT: the worker finishes its task cleanly."""
+    container.stop(timeout=STOP_TIMEOUT)
+
+
+def remove_box(container) -> None:
+    """Remove the box, running or not; one already gone is fine."""
+    try:
+        container.remove(force=True)
+    except docker.errors.NotFound:
+        pass
+
+
+def remove_volume(client) -> None:
+    client.volumes.get(names.VOLUME).remove(force=True)
+
+
+def remove_image_tag(client, tag: str) -> None:
+    client.images.remove(tag)
 
 
 def is_ours(container) -> bool:

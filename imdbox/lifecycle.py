@@ -151,7 +151,7 @@ def setup(
     if concurrency is not None:
         check_concurrency(concurrency)
     key = read_key_file(grok_key_file) if grok_key_file else None
-    if container is not None and container.status in ("running", "restarting"):
+    if engine.is_running(container):
         raise BoxError("the box is running: stop it first (`box stop`), then run `box setup` again")
     engine.network(client)
     if engine.ensure_volume(client):
@@ -190,20 +190,20 @@ def setup(
 
 
 # ------------------------------------------------------------------ start / stop
-def start(quiet_if_running: bool = False) -> None:
+def start() -> None:
     client = _connect()
     container = engine.box_container(client)
     engine.image(client)
     if container is not None and engine.being_started(container):
         # Another `box start` (at the same moment) made it and is waiting for it: so do we.
         return _join(client)
-    if container is not None and container.status == "running" and engine.worker_running(container):
+    if engine.is_up(container) and engine.worker_running(container):
         ui.ok(ALREADY_RUNNING)
         return
     engine.require_setup(client)
     settings_mod.read(client)  # damaged settings: one line now, not a box that will not start
     if container is not None:
-        container.remove(force=True)
+        engine.remove_box(container)
     _create_and_start(client)
 
 
@@ -212,10 +212,10 @@ ALREADY_RUNNING = f"the box is already running ({names.CONTAINER}); `box logs` t
 
 def _join(client) -> None:
     """The box is being started by another `box start`: wait for its outcome, say it once."""
+    container = engine.box_container(client)
     try:
-        container = client.containers.get(names.CONTAINER)
-        started = engine.wait_started(container, joining=True)[0]
-    except docker.errors.NotFound:
+        started = container is not None and engine.wait_started(container, joining=True)[0]
+    except docker.errors.NotFound:  # removed while we waited
         started = False
     if not started:
         raise BoxError(
@@ -228,7 +228,7 @@ def _join(client) -> None:
 def _create_and_start(client) -> None:
     flags = engine.flags(client, "worker", name=names.CONTAINER, restart=True)
     try:
-        container = client.containers.create(**flags.sdk_kwargs())
+        container = engine.create_box(client, flags)
     except docker.errors.APIError as exc:
         if exc.status_code == 409 and engine.box_container(client) is not None:
             return _join(client)  # the name is taken by a box another `box start` made a moment ago
@@ -245,7 +245,7 @@ def _create_and_start(client) -> None:
     if not started:
         tail = "\n".join(logs.splitlines()[-15:])
         try:
-            container.remove(force=True)
+            engine.remove_box(container)
         except docker.errors.APIError:
             pass
         if tail:
@@ -254,17 +254,16 @@ def _create_and_start(client) -> None:
     ui.ok("walls up and verified; the worker is running. `box logs` to watch it, `box status` to check it")
 
 
-def stop() -> bool:
-    """Stop gracefully; True if it was running."""
+def stop() -> None:
+    """Stop gracefully (the worker finishes its task)."""
     client = _connect()
     container = engine.box_container(client)
-    if container is None or container.status not in ("running", "restarting"):
+    if not engine.is_running(container):
         ui.say("the box is not running")
-        return False
+        return
     ui.step(f"stopping the box (the worker gets up to {STOP_TIMEOUT}s to finish cleanly)")
-    container.stop(timeout=STOP_TIMEOUT)
+    engine.stop_box(container)
     ui.ok("stopped")
-    return True
 
 
 # ------------------------------------------------------------------ logs
@@ -355,7 +354,7 @@ def status() -> int:
         + ("" if current.saved else "  [not saved yet: run `box setup`]")
     )
     doctor = ["imd", "doctor"] + _doctor_runtime(list(current.runtimes))
-    if container is not None and container.status == "running":
+    if engine.is_up(container):
         ui.step("imd doctor (in the running box)")
         code, out = engine.exec_as_imd(container, doctor)
         for line in out.splitlines():
@@ -406,7 +405,7 @@ def shell(command: Sequence[str], tty: bool) -> int:
     client = _connect()
     engine.image(client)
     container = engine.box_container(client)
-    running = container is not None and container.status == "running"
+    running = engine.is_up(container)
     if not running:
         engine.require_volume(client)
     # Not a login shell: /etc/profile would reset PATH and lose the volume's npm bin.
@@ -462,7 +461,7 @@ def update(base_image: str, ca_file: Optional[Path], no_cache: bool) -> None:
     img = engine.image(client, required=False)
     # Damaged settings stop the update before anything changes (the box keeps running).
     current = settings_mod.read(client) if engine.setup_done(client) else None
-    was_running = container is not None and container.status in ("running", "restarting")
+    was_running = engine.is_running(container)
     resume = was_running or _resume_pending(client)
     source = engine.pulled_from(img)
     if source:
@@ -479,8 +478,8 @@ def update(base_image: str, ca_file: Optional[Path], no_cache: bool) -> None:
         if was_running:
             _set_resume(client, True)
             ui.step(f"stopping the box (up to {STOP_TIMEOUT}s for the worker to finish cleanly)")
-            container.stop(timeout=STOP_TIMEOUT)
-        container.remove(force=True)
+            engine.stop_box(container)
+        engine.remove_box(container)
         ui.ok("removed the old container (the volume stays as it is)")
     if current is not None:
         runtimes = list(current.runtimes)
@@ -525,10 +524,10 @@ def runtime(names_arg: Optional[str], concurrency: Optional[int], grok_key_file:
     new_concurrency = concurrency or current.concurrency
     ui.step(f"runtime(s) {', '.join(wanted)}, concurrency {new_concurrency}: updating the CLIs in the volume")
     run_install(client, "agents", install_env(wanted, new_concurrency), grok_key=key, again="box runtime")
-    if container is not None and container.status in ("running", "restarting"):
+    if engine.is_running(container):
         ui.step("restarting the worker on " + " and ".join(wanted))
-        container.stop(timeout=STOP_TIMEOUT)
-        container.remove()
+        engine.stop_box(container)
+        engine.remove_box(container)
         _create_and_start(client)
     ui.ok(f"runtime(s): {', '.join(wanted)}")
 
@@ -539,9 +538,9 @@ def remove(keep_seat: bool, delete_volume: Optional[bool], keep_image: bool) -> 
     container = engine.box_container(client)
     img = engine.image(client, required=False)
     has_volume = engine.volume_exists(client)
-    if container is not None and container.status in ("running", "restarting"):
+    if engine.is_running(container):
         ui.step(f"stopping the box (up to {STOP_TIMEOUT}s)")
-        container.stop(timeout=STOP_TIMEOUT)
+        engine.stop_box(container)
     if not keep_seat and has_volume:
         if img is None:
             raise BoxError(
@@ -561,11 +560,11 @@ def remove(keep_seat: bool, delete_volume: Optional[bool], keep_image: bool) -> 
                     "try again, or pass --keep-seat to remove without freeing the seat"
                 )
     if container is not None:
-        container.remove(force=True)
+        engine.remove_box(container)
         ui.ok(f"removed the container {names.CONTAINER}")
     if has_volume:
         if delete_volume:
-            client.volumes.get(names.VOLUME).remove(force=True)
+            engine.remove_volume(client)
             ui.ok(f"removed the volume {names.VOLUME}")
         else:
             ui.say(f"kept the volume {names.VOLUME} (logins, worker, pairing); `box remove --yes` deletes it")
@@ -573,7 +572,7 @@ def remove(keep_seat: bool, delete_volume: Optional[bool], keep_image: bool) -> 
         source = engine.pulled_from(img)
         for tag in [names.IMAGE] + ([source] if source else []):
             try:
-                client.images.remove(tag)
+                engine.remove_image_tag(client, tag)
             except docker.errors.APIError as exc:
                 ui.dim(f"(kept the image tag {tag}: {exc.explanation})")
             else:

@@ -174,21 +174,27 @@ def flags(
     environment: Optional[dict[str, str]] = None,
     interactive: bool = False,
     starts: bool = True,
+    image: Optional[str] = None,
+    volume: Optional[str] = None,
+    network_name: Optional[str] = None,
 ) -> RunFlags:
-    """A box's flags. `starts=False` for a box that is only created (to read the volume):
-    it never runs its entrypoint, so it needs no firewall input."""
+    """The one way to make any box's flags (the product's, `box check`'s, the tests' and
+    the bench's). `starts=False` for a box that is only created (to read the volume): it
+    never runs its entrypoint, so it needs no firewall input. image, volume and network
+    default to the box's own (names.py); the tests and the bench name theirs."""
+    image = image or names.IMAGE
     return RunFlags(
         limits=limits(client),
-        image=names.IMAGE,
+        image=image,
         command=list(command) if command else None,
         name=name,
         role=role,
-        network=network(client),
-        volume=names.VOLUME,
+        network=network_name or network(client),
+        volume=volume or names.VOLUME,
         environment=dict(environment or {}),
         restart=restart,
         interactive=interactive,
-        host_addresses=hostaddrs.collect(client, names.IMAGE) if starts else (),
+        host_addresses=hostaddrs.collect(client, image) if starts else (),
     )
 
 

@@ -54,7 +54,6 @@ def main(*, json_output: bool, svg: Optional[Path], url: str, targets_file: Opti
         networks=[network],
         internet_url=url,
         targets=targets,
-        limits=engine.limits(client),
     )
     show(report, json_output=json_output, svg=svg)
     return 0 if report.ok else 1

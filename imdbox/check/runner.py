@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from .. import browser, names
 from ..layout import CLAUDE_SETTINGS, NODE, SANDBOX_RUNTIME
-from ..runflags import PIDS_LIMIT, SYSTEM_PATH, EngineLimits, RunFlags
+from ..runflags import PIDS_LIMIT, SYSTEM_PATH, RunFlags
 from .report import Report, Result
 from .walls import WALLS
 
@@ -177,7 +177,6 @@ def run_check(
     extra_hosts: Optional[dict[str, str]] = None,
     internet_url: str = DEFAULT_INTERNET_URL,
     targets: Targets = Targets(),
-    limits: Optional[EngineLimits] = None,
     only: Sequence[str] = (),
     mutate: Optional[Callable[[dict], None]] = None,
     timeout: float = 60.0,
@@ -187,18 +186,11 @@ def run_check(
     import docker.errors
     import requests.exceptions
 
-    started = time.monotonic()
-    from .. import hostaddrs
+    from .. import engine
 
-    flags = RunFlags(
-        limits=limits or EngineLimits.from_info(client.info()),
-        image=image,
-        name=f"{name_prefix}{uuid.uuid4().hex[:8]}",
-        role="check",
-        network=networks[0],
-        volume=volume,
-        host_addresses=hostaddrs.collect(client, image),
-    )
+    started = time.monotonic()
+    name = f"{name_prefix}{uuid.uuid4().hex[:8]}"
+    flags = engine.flags(client, "check", name=name, image=image, volume=volume, network_name=networks[0])
     config = probe_config(flags, internet_url, targets, only)
     flags = dataclasses.replace(flags, command=probe_command(config))
     kwargs = flags.sdk_kwargs()

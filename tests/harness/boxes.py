@@ -12,9 +12,8 @@ from typing import Callable, Optional
 
 import docker
 
-from imdbox import hostaddrs
+from imdbox import engine
 from imdbox.engine import WALLS_UP  # the entrypoint's line that `box start` waits for
-from imdbox.runflags import EngineLimits, RunFlags
 
 from .topology import PREFIX, Topology
 
@@ -65,16 +64,10 @@ def create_walled(
 ):
     """A box with the worker's exact flags, on the test networks; `mutate` lets a
     test break one flag (the product has no switch for that)."""
-    flags = RunFlags(
-        limits=EngineLimits.from_info(client.info()),
-        image=image,
-        command=list(command),
-        name=name or unique("box"),
-        role="test",
-        network=topo.network_names[0],
-        volume=volume,
-        host_addresses=hostaddrs.collect(client, image),
-    )
+    flags = engine.flags(
+        client, "test", command, name=name or unique("box"), image=image, volume=volume,
+        network_name=topo.network_names[0],
+    )  # fmt: skip
     kwargs = flags.sdk_kwargs()
     kwargs["extra_hosts"] = dict(topo.extra_hosts)  # what Docker Desktop provides
     kwargs["labels"] = {**kwargs["labels"], "imd-test": "1"}

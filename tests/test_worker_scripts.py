@@ -63,6 +63,8 @@ def _env(home: Path, feed: Path, **extra: str) -> dict:
         IDENTITYMD_HOME=str(home / ".identitymd"),
         PATH=f"{home / '.npm-global' / 'bin'}:{os.environ['PATH']}",
         IMD_WORKER_URL=f"file://{feed}/v1",
+        IMD_BOX_RUNTIMES="claude",  # what box hands in by default (imdbox/settings.py)
+        IMD_BOX_CONCURRENCY="2",
         IMD_CLAUDE_PACKAGE=str(feed / "npm" / "claude-code.tgz"),
         IMD_CODEX_PACKAGE=str(feed / "npm" / "codex.tgz"),
         IMD_GROK_PACKAGE=str(feed / "npm" / "grok-cli.tgz"),

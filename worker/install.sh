@@ -18,9 +18,11 @@
 set -euo pipefail
 
 mode=${1:-}
-base=${IMD_WORKER_URL:-https://github.com/Identity-md/worker/releases/latest/download}
-runtimes=${IMD_BOX_RUNTIMES:-claude}
-concurrency=${IMD_BOX_CONCURRENCY:-2}
+# box hands every setting in (imdbox/settings.py and lifecycle.py decide the defaults):
+# nothing is guessed here.
+base=${IMD_WORKER_URL:-}
+runtimes=${IMD_BOX_RUNTIMES:?IMD_BOX_RUNTIMES is set by box}
+concurrency=${IMD_BOX_CONCURRENCY:?IMD_BOX_CONCURRENCY is set by box}
 state="$HOME/.imd-box"
 asset=identitymd-worker.tgz
 worker_pkg=@identitymd/worker
@@ -130,6 +132,7 @@ spec_of() {
 install_worker() {
   local expected actual
   new_stage
+  [ -n "$base" ] || die "IMD_WORKER_URL is set by box"
   say "downloading the worker release from $base"
   for f in "$asset" SHA256SUMS build.json; do
     bg curl -fsSL --retry 2 --connect-timeout 20 -o "$stage/$f" "$base/$f" \

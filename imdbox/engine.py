@@ -50,13 +50,24 @@ def _engine_error(detail: str) -> str:
     return "Docker is not running — start Docker Desktop, wait for it to say it is running, and try again"
 
 
+def _once(client, key, look_up):
+    """What a command looks up about the engine, looked up once per client (one command)."""
+    known = client.__dict__.setdefault("_imd_box_known", {})
+    if key not in known:
+        known[key] = look_up()
+    return known[key]
+
+
 def limits(client) -> EngineLimits:
-    return EngineLimits.from_info(client.info())
+    return _once(client, "limits", lambda: EngineLimits.from_info(client.info()))
 
 
 def network(client) -> str:
     """The network every box runs on: Docker's bridge, or IMD_BOX_NETWORK (a user-defined bridge)."""
-    name = names.NETWORK
+    return _once(client, ("network", names.NETWORK), lambda: _checked_network(client, names.NETWORK))
+
+
+def _checked_network(client, name: str) -> str:
     if name == "bridge":
         return name
     if name in FORBIDDEN_NETWORKS or name.startswith("container:"):

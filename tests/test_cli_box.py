@@ -25,7 +25,7 @@ import pytest
 
 from imdbox import browser, names
 from tests.fake_worker import daemon_version
-from tests.fake_worker.fixtures import FEED_URL, box_env, volume_files
+from tests.fake_worker.fixtures import FEED_URL, box_env, installed_env, remove_container, volume_files
 from tests.harness.cli import start_box
 from tests.harness.image import BASE_IMAGE, CA_FILE
 
@@ -48,21 +48,14 @@ def fresh(docker_client, box_image, feed):
 @pytest.fixture(scope="module")
 def installed(docker_client, box_image, feed):
     """Set up and paired (the stand-in pairs at once; the real one waits for the wallet)."""
-    with box_env(docker_client, box_image) as env:
-        r = env.run("setup", "--no-shell")
-        assert r.returncode == 0, r.all
-        r = env.run("shell", "imd", "pair")
-        assert r.returncode == 0 and "  Paired. Token " in r.stdout, r.all
+    with installed_env(docker_client, box_image) as env:
         yield env
 
 
 @pytest.fixture
 def bx(docker_client, installed):
     yield installed
-    try:
-        docker_client.containers.get(installed.container).remove(force=True)
-    except docker.errors.NotFound:
-        pass
+    remove_container(docker_client, installed)
     if volume_files(docker_client, installed, [SETTINGS])[SETTINGS] != DEFAULT_SETTINGS:
         r = installed.run("shell", "bash", "-c", RESET_SETTINGS)
         assert r.returncode == 0, r.all

@@ -27,25 +27,18 @@ import pytest
 
 from imdbox import engine, names, settings
 from tests.conftest import IN_CI
-from tests.fake_worker.fixtures import box_env
+from tests.fake_worker.fixtures import installed_env, remove_container
 from tests.harness.keep import KEPT, kept_files
 from tests.harness.topology import check_targets
 
 DEFAULT_SETTINGS = b"RUNTIMES=claude\nCONCURRENCY=2\n"
-PLANT_LOGIN = "mkdir -p ~/.claude && umask 077 && head -c 300 /dev/urandom | base64 > ~/.claude/.credentials.json"
 WORKER = "(^|/)node .*imd start"  # the worker's supervisor (oldest) and the worker itself (newest)
 
 
 @pytest.fixture(scope="module")
 def installed(docker_client, box_image, feed):
     """Set up, paired (the stand-in pairs at once), with a login planted: all four kept files exist."""
-    with box_env(docker_client, box_image) as env:
-        r = env.run("setup", "--no-shell")
-        assert r.returncode == 0, r.all
-        r = env.run("shell", "imd", "pair")
-        assert r.returncode == 0, r.all
-        r = env.run("shell", "bash", "-c", PLANT_LOGIN)
-        assert r.returncode == 0, r.all
+    with installed_env(docker_client, box_image, login=True) as env:
         files = kept_files(docker_client, env)
         assert all(files.values()), {p: v is not None for p, v in files.items()}
         assert files[settings.PATH] == DEFAULT_SETTINGS
@@ -56,10 +49,7 @@ def installed(docker_client, box_image, feed):
 def bx(docker_client, installed):
     """The module's volume; after the test its box is gone and settings.env is the default again."""
     yield installed
-    try:
-        docker_client.containers.get(installed.container).remove(force=True)
-    except docker.errors.NotFound:
-        pass
+    remove_container(docker_client, installed)
     if kept_files(docker_client, installed)[settings.PATH] != DEFAULT_SETTINGS:
         _put_settings(docker_client, installed, DEFAULT_SETTINGS)
 

@@ -27,7 +27,7 @@ import docker
 import pytest
 
 from imdbox import names
-from tests.fake_worker.fixtures import FEED_URL, box_env
+from tests.fake_worker.fixtures import FEED_URL, box_env, installed_env, pair, remove_container
 from tests.harness.image import BASE_IMAGE, CA_FILE
 from tests.harness.keep import kept_files
 from tests.test_cli_pull import registry  # noqa: F401  (the loopback registry fixture)
@@ -44,33 +44,19 @@ INSTALLED = [
     f"{CLAUDE_PKG}/package.json",
     "/home/imd/.npm-global/bin/claude",
 ]
-LOGIN = "mkdir -p ~/.claude && head -c 300 /dev/urandom | base64 > ~/.claude/.credentials.json"
 UPDATE = ["update", "--base-image", BASE_IMAGE, "--ca-cert", CA_FILE]
-
-
-def _plant_login_and_pair(env) -> None:
-    """The stand-in pairs at once and writes the device key; the login is planted."""
-    r = env.run("shell", "imd", "pair")
-    assert r.returncode == 0 and "  Paired. Token " in r.stdout, r.all
-    assert env.run("shell", "bash", "-c", LOGIN).returncode == 0
 
 
 @pytest.fixture(scope="module")
 def installed(docker_client, box_image, feed):
-    with box_env(docker_client, box_image) as env:
-        r = env.run("setup", "--no-shell")
-        assert r.returncode == 0, r.all
-        _plant_login_and_pair(env)
+    with installed_env(docker_client, box_image, login=True) as env:
         yield env
 
 
 @pytest.fixture
 def bx(docker_client, installed):
     yield installed
-    try:
-        docker_client.containers.get(installed.container).remove(force=True)
-    except docker.errors.NotFound:
-        pass
+    remove_container(docker_client, installed)
 
 
 def _snapshot(client, env) -> dict:
@@ -267,7 +253,7 @@ def test_a_full_volume_fails_setup_and_update_in_one_line(docker_client, small_v
     env = small_volume
     r = env.run("setup", "--no-shell")
     assert r.returncode == 0, r.all
-    _plant_login_and_pair(env)
+    pair(env, login=True)
     before = _snapshot(docker_client, env)
     _fill(env, leave_kb=8)  # room for the first small files, not for the install
     for args, again in ((["setup", "--no-shell"], "box setup"), (UPDATE, "box update")):

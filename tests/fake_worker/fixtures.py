@@ -127,3 +127,35 @@ def volume_files(client: docker.DockerClient, env: BoxEnv, paths) -> dict[str, O
         return {p: engine.read_volume_file(client, p) for p in paths}
     finally:
         names.IMAGE, names.VOLUME, names.NETWORK = saved
+
+
+# A Claude Code login as the volume holds one (private to imd): what a fault must keep.
+PLANT_LOGIN = "mkdir -p ~/.claude && umask 077 && head -c 300 /dev/urandom | base64 > ~/.claude/.credentials.json"
+
+
+@contextlib.contextmanager
+def installed_env(client: docker.DockerClient, image: str, *, login: bool = False):
+    """A box env of its own after `box setup` and `imd pair` (the stand-in pairs at once and
+    writes the device key); with `login`, a Claude login planted too. Removed on the way out."""
+    with box_env(client, image) as env:
+        r = env.run("setup", "--no-shell")
+        assert r.returncode == 0, r.all
+        pair(env, login=login)
+        yield env
+
+
+def pair(env: BoxEnv, *, login: bool = False) -> None:
+    """`imd pair` in a set-up env (and, with `login`, a Claude login planted)."""
+    r = env.run("shell", "imd", "pair")
+    assert r.returncode == 0 and "  Paired. Token " in r.stdout, r.all
+    if login:
+        r = env.run("shell", "bash", "-c", PLANT_LOGIN)
+        assert r.returncode == 0, r.all
+
+
+def remove_container(client: docker.DockerClient, env: BoxEnv) -> None:
+    """The env's box is gone (a test's finalizer); its volume stays."""
+    try:
+        client.containers.get(env.container).remove(force=True)
+    except docker.errors.NotFound:
+        pass

@@ -60,9 +60,38 @@ def _lifecycle():
     return lifecycle
 
 
+# The options, each once; the commands below name them.
+BaseImage = Annotated[
+    Optional[str],
+    typer.Option(
+        "--base-image",
+        help=f"The Debian trixie base image (default: the current image's, else {names.DEFAULT_BASE_IMAGE}).",
+    ),
+]
+CaCert = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--ca-cert",
+        help="A PEM file of extra CA certificates (a TLS-inspecting network or proxy); "
+        "default: the ones the current image was built with.",
+    ),
+]
+NoCache = Annotated[bool, typer.Option("--no-cache", help="Rebuild every layer.")]
+Concurrency = Annotated[Optional[int], typer.Option("--concurrency", help="Tasks at once, 1 to 4 (default 2).")]
+GrokKeyFile = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--grok-key-file",
+        help="A file holding the Grok CLI's xAI API key (else it is asked for, hidden), when grok is a runtime.",
+    ),
+]
+
+
 @app.command(short_help="Download the published image (per-layer progress).")
 def pull(
-    image: str = typer.Option(names.PUBLISHED_IMAGE, "--image", help="The image to pull (a registry reference)."),
+    image: Annotated[
+        str, typer.Option("--image", help="The image to pull (a registry reference).")
+    ] = names.PUBLISHED_IMAGE,
 ) -> None:
     """Download the published box image, with per-layer progress, and make it the box image."""
 
@@ -74,46 +103,41 @@ def pull(
     _run(go)
 
 
-BASE_HELP = f"The Debian trixie base image (default: the current image's, else {names.DEFAULT_BASE_IMAGE})."
-CA_HELP = (
-    "A PEM file of extra CA certificates (a TLS-inspecting network or proxy); "
-    "default: the ones the current image was built with."
-)
-
-
 @app.command(short_help="Build the image from this checkout (live progress).")
-def build(
-    base_image: Optional[str] = typer.Option(None, "--base-image", help=BASE_HELP),
-    ca_cert: Optional[Path] = typer.Option(None, "--ca-cert", help=CA_HELP),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Rebuild every layer."),
-) -> None:
+def build(base_image: BaseImage = None, ca_cert: CaCert = None, no_cache: NoCache = False) -> None:
     """Build the box image from this checkout, with live progress."""
 
     def go():
         from . import engine, images
 
-        images.build(engine.connect(), base_image, ca_cert, no_cache)
+        images.build(engine.connect(), base_image=base_image, ca_file=ca_cert, no_cache=no_cache)
 
     _run(go)
 
 
-GROK_KEY_HELP = "A file holding the Grok CLI's xAI API key (else it is asked for, hidden), when grok is a runtime."
-
-
 @app.command(short_help="Install the worker and Claude Code into the volume.")
 def setup(
-    runtime: Optional[str] = typer.Option(
-        None, "--runtime", help="The runtime: claude or codex (a list only if the worker takes one)."
-    ),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Tasks at once, 1 to 4 (default 2)."),
-    worker_url: Optional[str] = typer.Option(
-        None, "--worker-url", envvar="IMD_WORKER_URL", help="Where the worker release is (a mirror)."
-    ),
-    no_shell: bool = typer.Option(False, "--no-shell", help="Do not open the box's shell at the end."),
-    grok_key_file: Optional[Path] = typer.Option(None, "--grok-key-file", help=GROK_KEY_HELP),
+    runtime: Annotated[
+        Optional[str],
+        typer.Option("--runtime", help="The runtime: claude or codex (a list only if the worker takes one)."),
+    ] = None,
+    concurrency: Concurrency = None,
+    worker_url: Annotated[
+        Optional[str],
+        typer.Option("--worker-url", envvar="IMD_WORKER_URL", help="Where the worker release is (a mirror)."),
+    ] = None,
+    no_shell: Annotated[bool, typer.Option("--no-shell", help="Do not open the box's shell at the end.")] = False,
+    grok_key_file: GrokKeyFile = None,
 ) -> None:
     """Create the volume, install Claude Code and the worker into it (same walls), then open a shell."""
-    _run(_lifecycle().setup, runtime, concurrency, worker_url, not no_shell, grok_key_file)
+    _run(
+        _lifecycle().setup,
+        runtime=runtime,
+        concurrency=concurrency,
+        worker_url=worker_url,
+        open_shell=not no_shell,
+        grok_key_file=grok_key_file,
+    )
 
 
 @app.command(short_help="Prove every wall from inside a box with the same flags.")
@@ -160,12 +184,14 @@ def stop() -> None:
 
 @app.command(short_help="Follow the worker's log.")
 def logs(
-    since: Optional[str] = typer.Option(None, "--since", help="Only newer lines: 30s, 10m, 2h, 1d or a date."),
-    no_follow: bool = typer.Option(False, "--no-follow", help="Print what is there and stop."),
-    tail: Optional[int] = typer.Option(None, "--tail", help="Only the last N lines."),
+    since: Annotated[
+        Optional[str], typer.Option("--since", help="Only newer lines: 30s, 10m, 2h, 1d or a date.")
+    ] = None,
+    no_follow: Annotated[bool, typer.Option("--no-follow", help="Print what is there and stop.")] = False,
+    tail: Annotated[Optional[int], typer.Option("--tail", help="Only the last N lines.")] = None,
 ) -> None:
     """Follow the worker's log (Ctrl-C stops watching, not the worker)."""
-    _run(_lifecycle().logs, since, not no_follow, tail)
+    _run(_lifecycle().logs, since=since, follow=not no_follow, tail=tail)
 
 
 @app.command(short_help="The box's state, then `imd doctor` inside it.")
@@ -176,42 +202,40 @@ def status() -> None:
 
 
 @app.command(short_help="Rebuild or re-pull; recreate the box, keep the volume.")
-def update(
-    base_image: Optional[str] = typer.Option(None, "--base-image", help="For a rebuild: " + BASE_HELP),
-    ca_cert: Optional[Path] = typer.Option(None, "--ca-cert", help="For a rebuild: " + CA_HELP),
-    no_cache: bool = typer.Option(False, "--no-cache", help="For a rebuild: rebuild every layer."),
-) -> None:
-    """Rebuild (or re-pull) the image, recreate the box keeping the volume, refresh the agent CLIs."""
-    _run(_lifecycle().update, base_image, ca_cert, no_cache)
+def update(base_image: BaseImage = None, ca_cert: CaCert = None, no_cache: NoCache = False) -> None:
+    """Rebuild (or re-pull) the image, recreate the box keeping the volume, refresh the agent CLIs.
+    --base-image, --ca-cert and --no-cache are for a rebuild."""
+    _run(_lifecycle().update, base_image=base_image, ca_file=ca_cert, no_cache=no_cache)
 
 
 @app.command(context_settings={"allow_interspersed_args": False}, short_help="A shell in the box as `imd`.")
 def shell(
-    command: Optional[list[str]] = typer.Argument(None, help="A command to run instead of a login shell."),
+    command: Annotated[Optional[list[str]], typer.Argument(help="A command to run instead of a login shell.")] = None,
 ) -> None:
     """A shell in the box as `imd` (the running box, or a one-off with the same walls)."""
-    code = _run(_lifecycle().shell, command or [], sys.stdin.isatty() and sys.stdout.isatty())
+    code = _run(_lifecycle().shell, command=command or [], tty=sys.stdin.isatty() and sys.stdout.isatty())
     raise typer.Exit(code or 0)
 
 
 @app.command(short_help="Show or change the runtime: claude or codex.")
 def runtime(
-    runtimes: Optional[str] = typer.Argument(
-        None, help="e.g. codex (a list such as claude,grok only if the worker takes one); none shows it."
-    ),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Tasks at once, 1 to 4."),
-    grok_key_file: Optional[Path] = typer.Option(None, "--grok-key-file", help=GROK_KEY_HELP),
+    runtimes: Annotated[
+        Optional[str],
+        typer.Argument(help="e.g. codex (a list such as claude,grok only if the worker takes one); none shows it."),
+    ] = None,
+    concurrency: Concurrency = None,
+    grok_key_file: GrokKeyFile = None,
 ) -> None:
     """Show or change the runtime: installs/removes agent CLIs in the volume, restarts the worker.
     The installed worker's own help decides what it can run."""
-    _run(_lifecycle().runtime, runtimes, concurrency, grok_key_file)
+    _run(_lifecycle().runtime, names_arg=runtimes, concurrency=concurrency, grok_key_file=grok_key_file)
 
 
 @app.command(short_help="Unlink, then remove the box, volume (asks), image.")
 def remove(
-    keep_seat: bool = typer.Option(False, "--keep-seat", help="Skip `imd unlink` (the seat stays taken)."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Also delete the volume without asking."),
-    keep_image: bool = typer.Option(False, "--keep-image", help="Keep the box image."),
+    keep_seat: Annotated[bool, typer.Option("--keep-seat", help="Skip `imd unlink` (the seat stays taken).")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Also delete the volume without asking.")] = False,
+    keep_image: Annotated[bool, typer.Option("--keep-image", help="Keep the box image.")] = False,
 ) -> None:
     """Stop, `imd unlink` (frees the seat), remove the container, the volume (asks) and the image."""
 
@@ -222,7 +246,7 @@ def remove(
                 f"Also delete the volume {names.VOLUME}? It holds your logins, the worker and its pairing",
                 default=False,
             )
-        _lifecycle().remove(keep_seat, delete_volume, keep_image)
+        _lifecycle().remove(keep_seat=keep_seat, delete_volume=delete_volume, keep_image=keep_image)
 
     _run(go)
 

@@ -23,6 +23,7 @@ from imdbox import names
 from tests.fake_worker.fixtures import box_env, volume_files
 from tests.harness.cli import BOX
 from tests.harness.image import BASE_IMAGE, CA_FILE
+from tests.harness.topology import NO_HEALTHCHECK
 
 ROUNDS = 20
 GRACE = 2.0  # seconds from Ctrl-C to exit
@@ -40,6 +41,7 @@ def chatty_box(docker_client, box_image):
         name=name,
         network_mode="none",
         labels={names.LABEL: "1", "imd-test": "1"},
+        healthcheck=NO_HEALTHCHECK,
         detach=True,
     )
     try:

@@ -30,6 +30,7 @@ from imdbox import names
 from tests.fake_worker.fixtures import FEED_URL, box_env, installed_env, pair, remove_container
 from tests.harness.image import BASE_IMAGE, CA_FILE
 from tests.harness.keep import kept_files
+from tests.harness.topology import NO_HEALTHCHECK
 from tests.test_cli_pull import registry  # noqa: F401  (the loopback registry fixture)
 from tests.test_ctrl_c import BOX, GRACE, _interrupt, _left_after
 
@@ -231,6 +232,7 @@ def small_volume(docker_client, box_image, feed):
             network_mode="none",
             volumes={env.volume: {"bind": "/keep", "mode": "ro"}},
             labels={"imd-test": "1"},
+            healthcheck=NO_HEALTHCHECK,
             name=f"imdt-keeper-{uuid.uuid4().hex[:8]}",
             detach=True,
         )

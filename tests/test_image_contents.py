@@ -12,6 +12,7 @@ import pytest
 import testinfra
 
 from imdbox import layout, names
+from tests.harness.topology import NO_HEALTHCHECK
 
 # What the Dockerfile installs from Debian, and what the walls and the browser need.
 PACKAGES = (
@@ -36,7 +37,7 @@ def image(docker_client, box_image):
     # Root with Docker's default capabilities reads every folder (the walled box's root cannot).
     container = docker_client.containers.run(
         box_image, entrypoint=["/usr/bin/sleep", "infinity"], command=[], name=f"imdt-contents-{uuid.uuid4().hex[:8]}",
-        network_mode="none", labels={"imd-test": "1"}, detach=True,
+        network_mode="none", labels={"imd-test": "1"}, healthcheck=NO_HEALTHCHECK, detach=True,
     )  # fmt: skip
     try:
         yield testinfra.get_host(f"docker://{container.name}")

@@ -14,7 +14,7 @@ import docker
 
 from imdbox import names
 from tests.harness.cli import cli_env, run_box
-from tests.harness.topology import PREFIX
+from tests.harness.topology import NO_HEALTHCHECK, PREFIX
 
 from . import default_feed, feed_tar
 
@@ -33,6 +33,7 @@ def start_feed(client: docker.DockerClient, image: str):
         entrypoint=["node", "/srv/feed_server.mjs"],
         command=[],
         labels={"imd-test": "1"},
+        healthcheck=NO_HEALTHCHECK,
         name=name,
         host_config=client.api.create_host_config(network_mode=FEED_NETWORK),
         networking_config=networking,

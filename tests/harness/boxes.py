@@ -15,7 +15,7 @@ import docker
 from imdbox import engine
 from imdbox.engine import WALLS_UP  # the entrypoint's line that `box start` waits for
 
-from .topology import PREFIX, Topology
+from .topology import NO_HEALTHCHECK, PREFIX, Topology
 
 
 @dataclass(frozen=True)
@@ -126,6 +126,7 @@ def start_control(client: docker.DockerClient, image: str, topo: Topology, name:
         network=topo.network_names[0],
         extra_hosts=dict(topo.extra_hosts),
         labels={"imd-test": "1"},
+        healthcheck=NO_HEALTHCHECK,
     )
     with removed_on_error(container):
         _attach(client, container, topo)

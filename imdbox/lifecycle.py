@@ -153,7 +153,6 @@ def setup(
     key = read_key_file(grok_key_file) if grok_key_file else None
     if engine.is_running(container):
         raise BoxError("the box is running: stop it first (`box stop`), then run `box setup` again")
-    engine.network(client)
     if engine.ensure_volume(client):
         ui.ok(f"created the volume {names.VOLUME} (your logins, the worker and its pairing live here)")
     current = settings_mod.read_or_defaults(client)  # setup writes the file again

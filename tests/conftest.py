@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import warnings
 
 import pytest
 
@@ -51,6 +52,13 @@ def docker_client():
     # are fixed, and the sweep below must never see another session's boxes.
     with open(LOCK_PATH, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        # Holding the lock, no other session runs: whatever test-made thing is there now
+        # was left by a session killed before its teardown (SIGKILL, a machine stopped
+        # mid-run). Not this session's leak: removed and named, so the sweep at the end
+        # measures only what this session made.
+        stale = _sweep(client, tags=True)
+        if stale:  # in the run's warnings summary
+            warnings.warn("removed what a killed test session left: " + ", ".join(stale), stacklevel=1)
         try:
             yield client
             leaked = _sweep(client)  # after every fixture that needs the engine is torn down
@@ -59,9 +67,11 @@ def docker_client():
             client.close()
 
 
-def _sweep(client) -> list[str]:
+def _sweep(client, tags: bool = False) -> list[str]:
     """Every container, volume and network a test made is gone by now (each fixture
-    removes its own): whatever is left was leaked. Remove it, and name it."""
+    removes its own): whatever is left was leaked. Remove it, and name it. With `tags`,
+    the test-only image tags too (a killed session's; a tag holds no engine resource
+    of its own, so the end-of-session measure leaves them out)."""
     leaked = []
 
     def made_here(obj) -> bool:  # the harness's label, or a test-only name (the `box` runs)
@@ -80,6 +90,11 @@ def _sweep(client) -> list[str]:
         if made_here(n):
             leaked.append(f"network {n.name}")
             n.remove()
+    for image in client.images.list() if tags else []:
+        for tag in image.tags:
+            if tag.startswith(topo_mod.PREFIX):  # box_env's and the like: untag even if in use
+                leaked.append(f"image tag {tag}")
+                client.images.remove(tag, force=True)
     return leaked
 
 

@@ -87,6 +87,26 @@ GrokKeyFile = Annotated[
 ]
 
 
+@app.callback()
+def _options(
+    seat: Annotated[
+        Optional[str],
+        typer.Option(
+            "--seat",
+            metavar="NAME",
+            help="Act on this seat: one more worker identity with its own box and volume "
+            f"({names.BASE_CONTAINER}-NAME, {names.BASE_VOLUME}-NAME). Default: the seat without a name.",
+        ),
+    ] = None,
+) -> None:
+    if seat is not None and not names.SEAT_NAME.fullmatch(seat):
+        from . import ui
+
+        ui.error(f"--seat {seat!r}: a seat's name is 1 to 24 of a-z, 0-9, - and _, starting with a letter or digit")
+        raise typer.Exit(2)
+    names.use_seat(seat)
+
+
 @app.command(short_help="Download the published image (per-layer progress).")
 def pull(
     image: Annotated[
@@ -249,6 +269,13 @@ def remove(
         _lifecycle().remove(keep_seat=keep_seat, delete_volume=delete_volume, keep_image=keep_image)
 
     _run(go)
+
+
+@app.command(short_help="Every seat on this engine: its box, runtime, restarts, pairing.")
+def seats() -> None:
+    """Every seat on this engine (`box --seat NAME ...` acts on one): its box, runtime,
+    restarts and pairing (`imd status` in a running box)."""
+    _run(_lifecycle().seats)
 
 
 @app.command(short_help="Print box's version.")

@@ -175,6 +175,26 @@ def ensure_volume(client) -> bool:
     return True
 
 
+def seats(client) -> list[Optional[str]]:
+    """Every seat on this engine, the one without a name first: a seat is its volume
+    (made by `setup`, kept until `remove --yes`), whether or not its box exists."""
+    found = {
+        seat
+        for v in client.volumes.list(filters={"label": names.LABEL})
+        for is_seat, seat in [names.seat_of_volume(v.name)]
+        if is_seat
+    }
+    return sorted(found, key=lambda s: (s is not None, s or ""))
+
+
+def other_boxes_memory(client) -> int:
+    """The memory caps of the other seats' worker boxes that run (or restart) now."""
+    running = client.containers.list(filters={"label": f"{names.LABEL}.role=worker"})
+    return sum(
+        int(c.attrs["HostConfig"].get("Memory") or 0) for c in running if c.name != names.CONTAINER and is_ours(c)
+    )
+
+
 def flags(
     client,
     role: str,

@@ -197,16 +197,35 @@ def start() -> None:
         # Another `box start` (at the same moment) made it and is waiting for it: so do we.
         return _join(client)
     if engine.is_up(container) and engine.worker_running(container):
-        ui.ok(ALREADY_RUNNING)
+        ui.ok(_already_running())
         return
     engine.require_setup(client)
     settings_mod.read(client)  # damaged settings: one line now, not a box that will not start
+    _refuse_if_seats_overfill(client)
     if container is not None:
         engine.remove_box(container)
     _create_and_start(client)
 
 
-ALREADY_RUNNING = f"the box is already running ({names.CONTAINER}); `box logs` to watch it"
+def _refuse_if_seats_overfill(client) -> None:
+    """Seats side by side each get the full memory cap; when together they would need
+    more than the engine has, the kernel would kill a worker mid-task: refuse instead."""
+    limits = engine.limits(client)
+    others = engine.other_boxes_memory(client)
+    if others and others + limits.box_memory > limits.memory:
+        raise BoxError(
+            f"this box needs {_gib(limits.box_memory)} and the other running seats {_gib(others)}, more than "
+            f"Docker's {_gib(limits.memory)}: stop a seat (`box seats` lists them) or give Docker more memory; "
+            "nothing was started"
+        )
+
+
+def _gib(n: int) -> str:
+    return f"{n / 1024**3:.1f} GiB"
+
+
+def _already_running() -> str:
+    return f"the box is already running ({names.CONTAINER}); `box logs` to watch it"
 
 
 def _join(client) -> None:
@@ -221,7 +240,7 @@ def _join(client) -> None:
             "another `box start` was starting the box at the same moment, and it did not start: "
             "its own output says why; `box status`, then `box start` again"
         )
-    ui.ok(ALREADY_RUNNING)
+    ui.ok(_already_running())
 
 
 def _create_and_start(client) -> None:
@@ -492,6 +511,17 @@ def update(base_image: str, ca_file: Optional[Path], no_cache: bool) -> None:
         _create_and_start(client)
         _set_resume(client, False)
     ui.ok("updated" + ("; the box is running again" if resume else "; `box start` when you want it running"))
+    others = _other_seats(client)
+    if others:
+        ui.say(f"the other seats ({others}) keep their box as it is until each is updated: `box --seat NAME update`")
+
+
+NO_NAME = "(no name)"  # how the seat without a name shows in a list (no seat's name has brackets)
+
+
+def _other_seats(client) -> str:
+    """The seats on this engine other than this command's, as a list to read ("" if none)."""
+    return ", ".join(seat or NO_NAME for seat in engine.seats(client) if seat != names.SEAT)
 
 
 # ------------------------------------------------------------------ runtime
@@ -567,7 +597,10 @@ def remove(keep_seat: bool, delete_volume: Optional[bool], keep_image: bool) -> 
             ui.ok(f"removed the volume {names.VOLUME}")
         else:
             ui.say(f"kept the volume {names.VOLUME} (logins, worker, pairing); `box remove --yes` deletes it")
-    if img is not None and not keep_image:
+    others = _other_seats(client)
+    if img is not None and not keep_image and others:
+        ui.say(f"kept the image {names.IMAGE}: the other seats use it too ({others})")
+    elif img is not None and not keep_image:
         source = engine.pulled_from(img)
         for tag in [names.IMAGE] + ([source] if source else []):
             try:
@@ -576,3 +609,44 @@ def remove(keep_seat: bool, delete_volume: Optional[bool], keep_image: bool) -> 
                 ui.dim(f"(kept the image tag {tag}: {exc.explanation})")
             else:
                 ui.ok(f"removed the image {tag}")
+
+
+# ------------------------------------------------------------------ seats
+def seats() -> None:
+    """Every seat on this engine as a table: its box, runtime, restarts and pairing."""
+    client = _connect()
+    found = engine.seats(client)
+    if not found:
+        ui.say("no seats yet: `box setup` makes the first (`box --seat NAME setup` one with a name)")
+        return
+    chosen = names.SEAT
+    rows = []
+    try:
+        for seat in found:
+            names.use_seat(seat)  # each seat's own container and volume
+            rows.append(_seat_row(client, seat))
+    finally:
+        names.use_seat(chosen)
+    ui.table(["SEAT", "BOX", "RUNTIME", "RESTARTS", "PAIRED"], rows)
+
+
+def _seat_row(client, seat: Optional[str]) -> list[str]:
+    container = engine.box_container(client)
+    if container is None:
+        state = "not created"
+    elif container.attrs["State"].get("Restarting"):
+        state = "RESTARTING"
+    elif engine.is_up(container):
+        state = "running"
+    else:
+        state = f"stopped (exit {container.attrs['State'].get('ExitCode')})"
+    try:
+        current = settings_mod.read(client)
+        runtime = f"{', '.join(current.runtimes)} ×{current.concurrency}" + ("" if current.saved else " (not set up)")
+    except BoxError:
+        runtime = "settings damaged"
+    restarts = str(container.attrs.get("RestartCount", 0)) if container is not None else "-"
+    paired = "-"
+    if engine.is_up(container):
+        paired = worker.pairing(engine.exec_as_imd(container, worker.STATUS_COMMAND)[1])
+    return [seat or NO_NAME, state, runtime, restarts, paired]

@@ -91,6 +91,16 @@ class EngineLimits:
     def from_info(cls, info: dict) -> EngineLimits:
         return cls(cpus=int(info["NCPU"]), memory=int(info["MemTotal"]))
 
+    @property
+    def box_cpus(self) -> float:
+        """What each box may use: every seat's box gets this much, not a share of it."""
+        return float(min(MAX_CPUS, self.cpus))
+
+    @property
+    def box_memory(self) -> int:
+        """Each box's memory cap: seats that together would need more are refused at start."""
+        return min(MAX_MEMORY, self.memory)
+
 
 @dataclass(frozen=True)
 class RunFlags:
@@ -100,7 +110,7 @@ class RunFlags:
     name: Optional[str] = None
     role: str = "worker"  # what the box is for (worker, setup, shell, check, ...): a label, never a wall
     network: str = "bridge"
-    volume: str = names.VOLUME
+    volume: str = field(default_factory=lambda: names.VOLUME)  # the seat's, when the flags are made
     environment: dict[str, str] = field(default_factory=dict)
     restart: bool = False  # only the long-running worker restarts with Docker
     interactive: bool = False
@@ -108,11 +118,11 @@ class RunFlags:
 
     @property
     def cpus(self) -> float:
-        return float(min(MAX_CPUS, self.limits.cpus))
+        return self.limits.box_cpus
 
     @property
     def memory(self) -> int:
-        return min(MAX_MEMORY, self.limits.memory)
+        return self.limits.box_memory
 
     @property
     def labels(self) -> dict[str, str]:

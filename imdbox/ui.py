@@ -57,5 +57,15 @@ def error(text: str) -> None:
     err_console().print(f"box: {text}", style="bold red", markup=False, soft_wrap=True)
 
 
+def table(columns: list[str], rows: list[list[str]]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(*columns, box=None, pad_edge=False, header_style="bold")
+    for row in rows:
+        t.add_row(*(Text(cell) for cell in row))  # as given, never read as markup
+    console().print(t, markup=False, soft_wrap=True)
+
+
 def is_tty() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()

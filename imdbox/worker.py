@@ -7,6 +7,12 @@ The worker has no --version and nothing machine-readable about what it runs;
   The placeholder names the form: `<id>` is one runtime. A placeholder with a
   comma (`<id,...>`) would take a list; no released worker has one (only the
   tests' stand-in). worker/run.sh applies the same rule before it passes a list.
+
+Whether it is paired, `imd status` says (the doctor's header says the same, but the
+doctor runs a prompt on each runtime first):
+- configured: `  token     <tokenId>`, or `  token     not paired yet` (exit 0);
+- no config yet: `  state     not configured — run: imd pair --server <url>` (exit 1);
+- it asks the network about the device (8 s at most) and runs each runtime's --version.
 """
 
 from __future__ import annotations
@@ -16,10 +22,14 @@ from dataclasses import dataclass
 from typing import Optional
 
 HELP_COMMAND = ["imd", "help"]
+STATUS_COMMAND = ["imd", "status"]
 
 _VERSION = re.compile(r"^imd\b.*\(v([^()\s]+)\)\s*$")
 _RUNTIME_OPTION = re.compile(r"^\s*--runtime <([^>]*)>\s+[^:]*:\s*(.+?)\.(?:\s|$)")
 _RUNTIME_ID = re.compile(r"[a-z][a-z0-9_-]*")
+_TOKEN = re.compile(r"^  token +(\S.*?)\s*$")
+_NOT_CONFIGURED = re.compile(r"^  state +not configured\b")
+NOT_PAIRED = "not paired yet"
 
 
 @dataclass(frozen=True)
@@ -63,3 +73,15 @@ def runtime_problem(wanted: list[str], help_: WorkerHelp) -> Optional[str]:
     if unknown:
         return f"the installed worker cannot run {', '.join(unknown)} (it runs {help_.describe()})"
     return None
+
+
+def pairing(status_text: str) -> str:
+    """What `imd status` says of the pairing, in a word or two: `token N`, `no`,
+    `no (not configured)`, or `?` when it says neither (a worker that changed its words)."""
+    for line in status_text.splitlines():
+        m = _TOKEN.match(line)
+        if m:
+            return "no" if m.group(1) == NOT_PAIRED else f"token {m.group(1)}"
+        if _NOT_CONFIGURED.match(line):
+            return "no (not configured)"
+    return "?"

@@ -15,7 +15,7 @@ import docker.errors
 import pytest
 from typer.testing import CliRunner
 
-from imdbox import cli, engine, hostaddrs, images, lifecycle, names, settings
+from imdbox import cli, engine, hostaddrs, images, lifecycle, names, runflags, settings, worker
 from tests.test_cli_unit import REAL_HELP
 
 SETTINGS = settings.PATH
@@ -23,12 +23,15 @@ GOOD_SETTINGS = b"RUNTIMES=claude\nCONCURRENCY=2\n"
 
 
 class FakeContainer:
-    def __init__(self, world, labels, restart):
+    def __init__(self, world, name, labels, restart, memory=0):
         self.world = world
+        self.name = name
         self.labels = labels
         self.restart = restart
+        self.memory = memory
         self.status = "created"
         self.worker = False  # `imd start` in its process list
+        self.paired = None  # the token `imd status` says, once paired
 
     @property
     def attrs(self):
@@ -37,6 +40,7 @@ class FakeContainer:
             "State": {"Status": self.status, "Running": running, "Restarting": False, "ExitCode": 0},
             "RestartCount": 0,
             "Created": "0001-01-01T00:00:00Z",
+            "HostConfig": {"Memory": self.memory},
         }
 
     def reload(self):
@@ -54,7 +58,7 @@ class FakeContainer:
 
     def remove(self, force):
         self.world.log.append("remove")
-        self.world.container = None
+        del self.world.boxes[self.name]
 
     def logs(self, **_):
         return b"imd-box: FAILED: the firewall did not apply\n" if not self.world.starts_ok else b""
@@ -76,34 +80,40 @@ class NotFoundMap:
 class FakeClient:
     def __init__(self, world):
         self.world = world
-        self.containers = NotFoundMap(lambda n: world.container if n == names.CONTAINER else None)
+        self.containers = NotFoundMap(world.boxes.get)
         self.containers.create = self._create
-        self.volumes = NotFoundMap(
-            lambda n: FakeVolume(world) if n == names.VOLUME and world.volume is not None else None
-        )
-        self.volumes.create = lambda name, labels: setattr(world, "volume", {})
+        self.containers.list = self._running_workers
+        self.volumes = NotFoundMap(lambda n: FakeVolume(world, n) if n in world.volumes else None)
+        self.volumes.create = lambda name, labels: world.volumes.setdefault(name, {})
+        self.volumes.list = lambda filters: [FakeVolume(world, n) for n in world.volumes]
         self.images = NotFoundMap(lambda n: world.image if n == names.IMAGE else None, docker.errors.ImageNotFound)
         self.images.remove = lambda tag: world.log.append(f"rmi {tag}")
 
     def info(self):
-        return {"NCPU": 4, "MemTotal": 8 << 30}
+        return {"NCPU": 4, "MemTotal": self.world.memory}
 
     def _create(self, **kwargs):
-        if self.world.container is not None:
+        if kwargs["name"] in self.world.boxes:
             raise docker.errors.APIError("Conflict", response=type("R", (), {"status_code": 409})())
         self.world.log.append("create")
         restart = (kwargs.get("restart_policy") or {}).get("Name")
-        self.world.container = FakeContainer(self.world, kwargs["labels"], restart)
-        return self.world.container
+        box = FakeContainer(self.world, kwargs["name"], kwargs["labels"], restart, kwargs["mem_limit"])
+        self.world.boxes[box.name] = box
+        return box
+
+    def _running_workers(self, filters):
+        assert filters == {"label": f"{names.LABEL}.role=worker"}
+        return [b for b in self.world.boxes.values() if b.status == "running"]
 
 
 class FakeVolume:
-    def __init__(self, world):
+    def __init__(self, world, name):
         self.world = world
+        self.name = name
 
     def remove(self, force):
         self.world.log.append("remove volume")
-        self.world.volume = None
+        del self.world.volumes[self.name]
 
 
 class FakeImage:
@@ -113,23 +123,41 @@ class FakeImage:
 
 
 class World:
-    """The engine's state: the image, the volume's files (None: no volume), the box."""
+    """The engine's state: the image, the volumes' files, the boxes. `container` and
+    `volume` are the ones of the seat the command acts on (names.py)."""
 
     def __init__(self):
         self.image = FakeImage()
-        self.volume = None
-        self.container = None
+        self.volumes: dict[str, dict] = {}
+        self.boxes: dict[str, FakeContainer] = {}
+        self.memory = 8 << 30
         self.log: list[str] = []
         self.starts_ok = True
         self.oneoff = lambda role, command, env: (0, "")  # what a one-off box does
+
+    @property
+    def container(self):
+        return self.boxes.get(names.CONTAINER)
+
+    @property
+    def volume(self):
+        return self.volumes.get(names.VOLUME)
+
+    @volume.setter
+    def volume(self, files):
+        if files is None:
+            self.volumes.pop(names.VOLUME, None)
+        else:
+            self.volumes[names.VOLUME] = files
 
     def set_up(self, settings_text=GOOD_SETTINGS):
         self.volume = {engine.IMD_PATH: b"#!imd", SETTINGS: settings_text}
 
     def run_box(self):
         """A box that `box start` made and that is running its worker."""
-        self.container = FakeContainer(self, {names.LABEL: "1"}, "unless-stopped")
-        self.container.status, self.container.worker = "running", True
+        box = FakeContainer(self, names.CONTAINER, {names.LABEL: "1"}, "unless-stopped", runflags.MAX_MEMORY)
+        box.status, box.worker = "running", True
+        self.boxes[box.name] = box
 
     def oneoff_run(self, client, flags, on_line=lambda s: None, files=None):
         self.log.append(f"oneoff {flags.role} {' '.join(flags.command or [])}")
@@ -137,6 +165,11 @@ class World:
         for line in out.splitlines():
             on_line(line)
         return code, out
+
+    def exec_as_imd(self, container, command):
+        assert command == ["imd", "status"]
+        token = container.paired
+        return 0, f"  server    https://imd.invalid\n  token     {token or 'not paired yet'}\n"
 
     def read(self, client, path):
         return None if self.volume is None else self.volume.get(path)
@@ -149,12 +182,14 @@ class World:
 @pytest.fixture
 def world(monkeypatch):
     w = World()
-    client = FakeClient(w)
-    monkeypatch.setattr(engine, "connect", lambda: client)
+    for name in ("SEAT", "CONTAINER", "VOLUME"):  # `--seat` changes them: back as they were after
+        monkeypatch.setattr(names, name, getattr(names, name))
+    monkeypatch.setattr(engine, "connect", lambda: FakeClient(w))  # a client per command, as box makes
     monkeypatch.setattr(engine, "read_volume_file", w.read)
     monkeypatch.setattr(engine, "write_volume_file", w.write)
     monkeypatch.setattr(engine, "volume_has", lambda c, path: w.read(c, path) is not None)
     monkeypatch.setattr(engine, "run_oneoff", w.oneoff_run)
+    monkeypatch.setattr(engine, "exec_as_imd", w.exec_as_imd)
     monkeypatch.setattr(engine, "worker_running", lambda container: container.worker)
     monkeypatch.setattr(engine, "wait_started", lambda container, **_: (container.worker, container.logs().decode()))
     monkeypatch.setattr(hostaddrs, "collect", lambda client, image: ())
@@ -367,3 +402,90 @@ def test_an_unexpected_failure_is_one_line(world, monkeypatch):
     assert one_error_line(result) == (
         "box: stopped on an unexpected RuntimeError: the socket said something odd (please report it)"
     )
+
+
+# ------------------------------------------------------------------ seats
+def set_up_seat(world, seat):
+    """A seat set up (its volume has the worker and settings)."""
+    world.volumes[names.seat_names(seat)[1]] = {engine.IMD_PATH: b"#!imd", SETTINGS: GOOD_SETTINGS}
+
+
+def test_a_seat_is_its_own_box_and_volume(world):
+    set_up_seat(world, "alice")
+    result = box("--seat", "alice", "start")
+    assert result.exit_code == 0, result.output
+    assert list(world.boxes) == ["imd-box-alice"] and "(imd-box-alice)" not in result.stdout
+    assert box("--seat", "alice", "start").stdout.count("already running (imd-box-alice)") == 1
+    result = box("start")  # the seat without a name was never set up
+    assert result.exit_code == 1 and "no volume imd-worker-home)" in one_error_line(result)
+    assert list(world.boxes) == ["imd-box-alice"]
+
+
+@pytest.mark.parametrize("name", ["Alice", "-a", "a b", "a" * 25, "a/b", ""])
+def test_a_seat_name_docker_would_refuse_is_one_line(world, name):
+    result = box("--seat", name, "start")
+    assert result.exit_code == 2
+    assert "a seat's name is 1 to 24 of a-z, 0-9, - and _" in one_error_line(result)
+    assert world.log == []
+
+
+def test_start_refuses_when_the_seats_together_would_need_more_memory(world):
+    set_up_seat(world, None)
+    set_up_seat(world, "b")
+    names.use_seat("b")
+    world.run_box()  # seat b runs, with the full cap (6 GiB of the engine's 8)
+    names.use_seat(None)
+    result = box("start")
+    assert result.exit_code == 1
+    assert one_error_line(result) == (
+        "box: this box needs 6.0 GiB and the other running seats 6.0 GiB, more than Docker's 8.0 GiB: "
+        "stop a seat (`box seats` lists them) or give Docker more memory; nothing was started"
+    )
+    assert world.log == [] and list(world.boxes) == ["imd-box-b"]
+    world.memory = 12 << 30  # both fit
+    assert box("start").exit_code == 0
+    assert sorted(world.boxes) == ["imd-box", "imd-box-b"]
+
+
+def test_seats_lists_each_with_its_box_runtime_and_pairing(world):
+    assert "no seats yet" in box("seats").stdout
+    set_up_seat(world, None)
+    set_up_seat(world, "b")
+    names.use_seat("b")
+    world.run_box()
+    world.container.paired = "4321"
+    names.use_seat(None)
+    world.volumes["imd-worker-home-c"] = {}  # made by setup, which did not get far
+    world.volumes["imd-worker-home-"] = {}  # not a seat's name
+    result = box("seats")
+    assert result.exit_code == 0, result.output
+    rows = [line.split("  ") for line in result.stdout.splitlines()]
+    rows = [[cell.strip() for cell in row if cell.strip()] for row in rows]
+    assert rows == [
+        ["SEAT", "BOX", "RUNTIME", "RESTARTS", "PAIRED"],
+        ["(no name)", "not created", "claude ×2", "-", "-"],
+        ["b", "running", "claude ×2", "0", "token 4321"],
+        ["c", "not created", "claude ×2 (not set up)", "-", "-"],
+    ]
+    assert names.SEAT is None  # the command acts on no seat afterwards
+
+
+def test_remove_keeps_the_image_the_other_seats_run(world):
+    set_up_seat(world, "a")
+    set_up_seat(world, "b")
+    result = box("--seat", "a", "remove", "--yes", "--keep-seat")
+    assert result.exit_code == 0, result.output
+    assert "kept the image imd-box:latest: the other seats use it too (b)" in result.stdout
+    assert world.log == ["remove volume"] and list(world.volumes) == ["imd-worker-home-b"]
+    result = box("--seat", "b", "remove", "--yes", "--keep-seat")
+    assert result.exit_code == 0 and world.log[-1] == "rmi imd-box:latest", result.output
+
+
+def test_the_workers_status_says_whether_it_is_paired():
+    """`imd status` as the released worker prints it (dist/cli.js)."""
+    paired = "\n  config    /home/imd/.identitymd/config.json\n  server    https://api.imd.fun\n  device    ab12\n"
+    assert worker.pairing(paired + "  token     77\n  capacity  2 concurrent task(s)\n") == "token 77"
+    assert worker.pairing(paired + "  token     not paired yet\n") == "no"
+    unconfigured = "\n  config    /x/config.json\n  state     not configured — run: imd pair --server <url>\n"
+    assert worker.pairing(unconfigured) == "no (not configured)"
+    assert worker.pairing("  tokens 5\n") == "?"

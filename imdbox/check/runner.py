@@ -171,8 +171,8 @@ def _with_firewall_report(result: Result, stderr: str) -> Result:
 def run_check(
     client,
     *,
-    image: str = names.IMAGE,
-    volume: str = names.VOLUME,
+    image: str,
+    volume: str,
     networks: Sequence[str] = ("bridge",),
     extra_hosts: Optional[dict[str, str]] = None,
     internet_url: str = DEFAULT_INTERNET_URL,

@@ -7,10 +7,12 @@ Imported only inside commands: the docker SDK is slow to import.
 from __future__ import annotations
 
 import io
+import os
 import re
 import tarfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 import docker
@@ -32,22 +34,98 @@ INSTALL_SH = "/usr/local/lib/imd-box/worker/install.sh"
 FORBIDDEN_NETWORKS = ("host", "none")
 
 
-def connect() -> docker.DockerClient:
+@dataclass(frozen=True)
+class Endpoint:
+    """The engine every command talks to, decided once, as the docker CLI decides it:
+    DOCKER_HOST, else DOCKER_CONTEXT, else the current `docker context`, else the
+    local socket. The SDK connects to it, and the docker CLI box runs is pointed at it."""
+
+    host: str  # unix://…, tcp://…, ssh://user@host
+    source: str  # where it came from, for the user: "DOCKER_HOST", "context NAME", "the local socket"
+    context: Optional[str] = None  # the docker context's name (its TLS material stays there)
+
+    @property
+    def local_default(self) -> bool:
+        return self.context is None and self.source == LOCAL
+
+    def cli(self, docker: str) -> list[str]:
+        """The docker CLI aimed at this engine (DOCKER_HOST, when set, it reads itself)."""
+        return [docker, "--context", self.context] if self.context else [docker]
+
+    def describe(self) -> str:
+        return f"{self.host} ({self.source})"
+
+
+LOCAL = "the local socket"
+LOCAL_SOCKET = "unix:///var/run/docker.sock"
+
+
+def endpoint() -> Endpoint:
+    from docker.context import ContextAPI
+    from docker.context.config import get_current_context_name
+
+    if os.environ.get("DOCKER_HOST"):
+        return Endpoint(os.environ["DOCKER_HOST"], "DOCKER_HOST")
+    name = os.environ.get("DOCKER_CONTEXT") or get_current_context_name()
+    if not name or name == "default":
+        return Endpoint(LOCAL_SOCKET, LOCAL)
     try:
-        client = docker.from_env(timeout=300)
-        client.ping()
+        ctx = ContextAPI.get_context(name)
     except docker.errors.DockerException as exc:
-        raise BoxError(_engine_error(str(exc))) from None
-    except Exception as exc:  # requests' own errors when the socket answers oddly
-        raise BoxError(_engine_error(str(exc))) from None
+        raise BoxError(f"the docker context {name} cannot be read ({exc}): `docker context ls`") from None
+    if ctx is None or not ctx.Host:
+        raise BoxError(f"the docker context {name} does not exist here: `docker context ls`, then `docker context use`")
+    return Endpoint(ctx.Host, f"context {name}", name)
+
+
+def connect() -> docker.DockerClient:
+    ep = endpoint()
+    ssh = ep.host.startswith("ssh://")  # the system's ssh (its keys, its known_hosts), not paramiko
+    try:
+        if ep.context is not None:
+            from docker.context import ContextAPI
+
+            tls = ContextAPI.get_context(ep.context).TLSConfig
+            client = docker.DockerClient(base_url=ep.host, tls=tls or False, timeout=300, use_ssh_client=ssh)
+        else:
+            client = docker.from_env(timeout=300, use_ssh_client=ssh)
+        client.ping()
+    except Exception as exc:  # the SDK's, requests' own when the socket answers oddly, ssh's
+        raise BoxError(_engine_error(ep, str(exc))) from None
+    client.__dict__["_imd_box_endpoint"] = ep
     return client
 
 
-def _engine_error(detail: str) -> str:
+def endpoint_of(client) -> Endpoint:
+    return client.__dict__.get("_imd_box_endpoint") or endpoint()
+
+
+def _engine_error(ep: Endpoint, detail: str) -> str:
     low = detail.lower()
-    if "permission denied" in low:
-        return "cannot talk to Docker: permission denied on its socket (is your user allowed to use Docker?)"
-    return "Docker is not running — start Docker Desktop, wait for it to say it is running, and try again"
+    if ep.local_default:
+        if "permission denied" in low:
+            return "cannot talk to Docker: permission denied on its socket (is your user allowed to use Docker?)"
+        return "Docker is not running — start Docker Desktop, wait for it to say it is running, and try again"
+    fix = "point DOCKER_HOST at one that runs" if ep.context is None else "pick another with `docker context use`"
+    if ep.host.startswith("ssh://"):  # ssh printed its own reason on stderr, just above
+        reason = "ssh could not connect, or `docker system dial-stdio` failed there"
+    else:
+        reason = _short_reason(low)
+    return f"cannot reach the Docker engine at {ep.describe()}: {reason}; start it, or {fix}"
+
+
+def _short_reason(low: str) -> str:
+    for needle, said in (
+        ("permission denied", "permission denied"),
+        ("connection refused", "connection refused"),
+        ("name or service not known", "no such host"),
+        ("nodename nor servname", "no such host"),
+        ("timed out", "no answer (timed out)"),
+        ("no such file or directory", "no socket there"),
+    ):
+        if needle in low:
+            return said
+    return "it does not answer"
 
 
 def _once(client, key, look_up):

@@ -342,6 +342,7 @@ def status() -> int:
         else:
             state = f"stopped (exit code {st.get('ExitCode')})"
     ui.say(f"box:       {names.CONTAINER}: {state}", style="bold")
+    ui.say(f"engine:    {engine.endpoint_of(client).describe()}")
     restarts = container.attrs.get("RestartCount", 0) if container is not None else 0
     if container is not None:
         st = container.attrs["State"]
@@ -412,11 +413,12 @@ def _when(stamp: Optional[str]) -> str:
 
 
 # ------------------------------------------------------------------ shell
-def docker_cli() -> str:
+def docker_cli(client) -> list[str]:
+    """The docker CLI, aimed at the engine this command's SDK client talks to."""
     path = shutil.which("docker")
     if not path:
         raise BoxError("the `docker` command is not on PATH (Docker Desktop installs it); the shell needs it")
-    return path
+    return engine.endpoint_of(client).cli(path)
 
 
 def shell(command: Sequence[str], tty: bool) -> int:
@@ -432,10 +434,10 @@ def shell(command: Sequence[str], tty: bool) -> int:
         if running:
             # Root starts in / (never chdir into the volume); the shell cds home as imd.
             env = [a for k, v in engine.EXEC_ENV.items() for a in ("-e", f"{k}={v}")]
-            args = [docker_cli(), "exec", "-it", "-u", "root", *env, names.CONTAINER] + engine.AS_IMD + cmd
+            args = [*docker_cli(client), "exec", "-it", "-u", "root", *env, names.CONTAINER] + engine.AS_IMD + cmd
         else:
             flags = engine.flags(client, "shell", cmd, interactive=True)
-            args = [docker_cli(), "run", "--rm"] + flags.cli_args()
+            args = [*docker_cli(client), "run", "--rm"] + flags.cli_args()
         return subprocess.call(args)
     # No terminal: run the command and pass its output and exit code.
     if running:

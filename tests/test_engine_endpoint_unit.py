@@ -1,0 +1,96 @@
+"""Which engine box talks to, decided as the docker CLI decides it, without an engine:
+DOCKER_HOST, else DOCKER_CONTEXT, else the current context, else the local socket.
+The real engine through tcp:// and a context is in test_remote_engine.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+
+import pytest
+from typer.testing import CliRunner
+
+from imdbox import cli, engine
+from imdbox.errors import BoxError
+
+
+@pytest.fixture
+def docker_config(tmp_path, monkeypatch):
+    """An empty docker config folder of this test's own (the user's is never read)."""
+    for var in ("DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))
+    (tmp_path / "config.json").write_text("{}")
+    return tmp_path
+
+
+def make_context(config, name: str, host: str) -> None:
+    """A context as `docker context create` stores it (the real CLI writes it)."""
+    if not shutil.which("docker"):
+        pytest.skip("the docker CLI is not installed here")
+    r = subprocess.run(
+        ["docker", "context", "create", name, "--docker", f"host={host}"],
+        env={"DOCKER_CONFIG": str(config), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert r.returncode == 0, r.stderr
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (ours a moment ago)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_local_socket_by_default(docker_config):
+    ep = engine.endpoint()
+    assert (ep.host, ep.source, ep.context) == ("unix:///var/run/docker.sock", "the local socket", None)
+    assert ep.cli("/usr/bin/docker") == ["/usr/bin/docker"]
+
+
+def test_docker_host_wins_over_any_context(docker_config, monkeypatch):
+    make_context(docker_config, "vps", "tcp://127.0.0.1:2")
+    (docker_config / "config.json").write_text(json.dumps({"currentContext": "vps"}))
+    monkeypatch.setenv("DOCKER_CONTEXT", "vps")
+    monkeypatch.setenv("DOCKER_HOST", "ssh://root@127.0.0.1")
+    ep = engine.endpoint()
+    assert (ep.host, ep.source, ep.context) == ("ssh://root@127.0.0.1", "DOCKER_HOST", None)
+    assert ep.cli("docker") == ["docker"]  # the CLI reads DOCKER_HOST itself
+
+
+@pytest.mark.parametrize("how", ["DOCKER_CONTEXT", "docker context use"])
+def test_a_context_is_the_engine_for_the_sdk_and_the_cli(docker_config, monkeypatch, how):
+    make_context(docker_config, "vps", "tcp://127.0.0.1:2")
+    if how == "DOCKER_CONTEXT":
+        monkeypatch.setenv("DOCKER_CONTEXT", "vps")
+    else:
+        (docker_config / "config.json").write_text(json.dumps({"currentContext": "vps"}))
+    ep = engine.endpoint()
+    assert (ep.host, ep.source, ep.context) == ("tcp://127.0.0.1:2", "context vps", "vps")
+    assert ep.cli("docker") == ["docker", "--context", "vps"]
+
+
+def test_a_context_that_is_not_there_is_one_line(docker_config, monkeypatch):
+    monkeypatch.setenv("DOCKER_CONTEXT", "gone")
+    with pytest.raises(BoxError, match=r"^the docker context gone does not exist here: `docker context ls`"):
+        engine.endpoint()
+
+
+@pytest.mark.parametrize("via", ["DOCKER_HOST", "context"])
+def test_an_engine_that_does_not_answer_is_one_line_naming_it(docker_config, monkeypatch, via):
+    host = f"tcp://127.0.0.1:{closed_port()}"
+    if via == "DOCKER_HOST":
+        monkeypatch.setenv("DOCKER_HOST", host)
+        where, fix = f"{host} (DOCKER_HOST)", "point DOCKER_HOST at one that runs"
+    else:
+        make_context(docker_config, "far", host)
+        monkeypatch.setenv("DOCKER_CONTEXT", "far")
+        where, fix = f"{host} (context far)", "pick another with `docker context use`"
+    result = CliRunner().invoke(cli.app, ["status"])
+    assert result.exit_code == 1
+    assert result.stderr == f"box: cannot reach the Docker engine at {where}: connection refused; start it, or {fix}\n"

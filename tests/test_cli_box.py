@@ -98,9 +98,9 @@ def test_image_missing_and_docker_down_are_one_line(fresh):
     assert r.returncode == 1 and "box image imdt-no-such-image:x is missing" in r.stderr, r.all
     r = bx.run("status", DOCKER_HOST="unix:///tmp/imdt-no-docker.sock")
     assert r.returncode == 1, r.all
-    assert (
-        r.stderr.strip()
-        == "box: Docker is not running — start Docker Desktop, wait for it to say it is running, and try again"
+    assert r.stderr.strip() == (
+        "box: cannot reach the Docker engine at unix:///tmp/imdt-no-docker.sock (DOCKER_HOST): no socket there; "
+        "start it, or point DOCKER_HOST at one that runs"
     )
 
 

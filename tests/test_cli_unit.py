@@ -72,12 +72,13 @@ def _timed_help() -> float:
     return time.monotonic() - started
 
 
-def test_docker_not_running_is_one_line():
+def test_an_engine_that_is_not_there_is_one_line_naming_it():
     for cmd in (["start"], ["stop"], ["status"], ["logs"], ["setup", "--no-shell"], ["pull"], ["remove", "--yes"]):
         r = box(*cmd, DOCKER_HOST="unix:///tmp/imdt-no-docker.sock")
         assert r.returncode == 1, (cmd, r.stdout, r.stderr)
         assert r.stderr.strip().splitlines() == [
-            "box: Docker is not running — start Docker Desktop, wait for it to say it is running, and try again"
+            "box: cannot reach the Docker engine at unix:///tmp/imdt-no-docker.sock (DOCKER_HOST): no socket there; "
+            "start it, or point DOCKER_HOST at one that runs"
         ], cmd
 
 

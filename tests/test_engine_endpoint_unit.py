@@ -94,3 +94,22 @@ def test_an_engine_that_does_not_answer_is_one_line_naming_it(docker_config, mon
     result = CliRunner().invoke(cli.app, ["status"])
     assert result.exit_code == 1
     assert result.stderr == f"box: cannot reach the Docker engine at {where}: connection refused; start it, or {fix}\n"
+
+
+def test_docker_desktop_not_running_is_the_familiar_line(docker_config, monkeypatch):
+    """The local socket (no DOCKER_HOST, no context) that nothing answers on: what a Mac
+    user sees when Docker Desktop is not running."""
+    import docker
+
+    def nobody_there(**_):
+        raise docker.errors.DockerException(
+            "Error while fetching server API version: ('Connection aborted.', "
+            "FileNotFoundError(2, 'No such file or directory'))"
+        )
+
+    monkeypatch.setattr(docker, "from_env", nobody_there)
+    result = CliRunner().invoke(cli.app, ["status"])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "box: Docker is not running — start Docker Desktop, wait for it to say it is running, and try again\n"
+    )

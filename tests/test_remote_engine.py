@@ -66,7 +66,12 @@ class Forwarder:
             except OSError:  # closed
                 return
             engine = socket.socket(socket.AF_UNIX)
-            engine.connect(self.target)
+            try:
+                engine.connect(self.target)
+            except OSError:  # the engine is down: the client sees its connection closed
+                client.close()
+                engine.close()
+                continue
             self.connections += 1
             self._open += [client, engine]
             for a, b in ((client, engine), (engine, client)):

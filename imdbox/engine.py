@@ -102,10 +102,13 @@ def endpoint_of(client) -> Endpoint:
 
 def _engine_error(ep: Endpoint, detail: str) -> str:
     low = detail.lower()
-    if ep.local_default:
+    if ep.host.startswith("unix://"):  # this machine's engine (Docker Desktop's own context is one)
+        where = "" if ep.local_default else f" at {ep.describe()}"
         if "permission denied" in low:
-            return "cannot talk to Docker: permission denied on its socket (is your user allowed to use Docker?)"
-        return "Docker is not running — start Docker Desktop, wait for it to say it is running, and try again"
+            return (
+                f"cannot talk to Docker{where}: permission denied on its socket (is your user allowed to use Docker?)"
+            )
+        return f"Docker is not running{where} — start Docker Desktop, wait for it to say it is running, and try again"
     fix = "point DOCKER_HOST at one that runs" if ep.context is None else "pick another with `docker context use`"
     if ep.host.startswith("ssh://"):  # ssh printed its own reason on stderr, just above
         reason = "ssh could not connect, or `docker system dial-stdio` failed there"
@@ -121,7 +124,6 @@ def _short_reason(low: str) -> str:
         ("name or service not known", "no such host"),
         ("nodename nor servname", "no such host"),
         ("timed out", "no answer (timed out)"),
-        ("no such file or directory", "no socket there"),
     ):
         if needle in low:
             return said

@@ -99,8 +99,8 @@ def test_image_missing_and_docker_down_are_one_line(fresh):
     r = bx.run("status", DOCKER_HOST="unix:///tmp/imdt-no-docker.sock")
     assert r.returncode == 1, r.all
     assert r.stderr.strip() == (
-        "box: cannot reach the Docker engine at unix:///tmp/imdt-no-docker.sock (DOCKER_HOST): no socket there; "
-        "start it, or point DOCKER_HOST at one that runs"
+        "box: Docker is not running at unix:///tmp/imdt-no-docker.sock (DOCKER_HOST) — start Docker Desktop, "
+        "wait for it to say it is running, and try again"
     )
 
 

@@ -77,8 +77,8 @@ def test_an_engine_that_is_not_there_is_one_line_naming_it():
         r = box(*cmd, DOCKER_HOST="unix:///tmp/imdt-no-docker.sock")
         assert r.returncode == 1, (cmd, r.stdout, r.stderr)
         assert r.stderr.strip().splitlines() == [
-            "box: cannot reach the Docker engine at unix:///tmp/imdt-no-docker.sock (DOCKER_HOST): no socket there; "
-            "start it, or point DOCKER_HOST at one that runs"
+            "box: Docker is not running at unix:///tmp/imdt-no-docker.sock (DOCKER_HOST) — start Docker Desktop, "
+            "wait for it to say it is running, and try again"
         ], cmd
 
 

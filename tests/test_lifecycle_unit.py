@@ -489,3 +489,15 @@ def test_the_workers_status_says_whether_it_is_paired():
     unconfigured = "\n  config    /x/config.json\n  state     not configured — run: imd pair --server <url>\n"
     assert worker.pairing(unconfigured) == "no (not configured)"
     assert worker.pairing("  tokens 5\n") == "?"
+
+
+def test_what_a_seat_is_told_to_run_names_the_seat(world):
+    result = box("--seat", "alice", "start")
+    assert one_error_line(result) == (
+        "box: setup was not done (no volume imd-worker-home-alice): run `box --seat alice setup` first"
+    )
+    set_up_seat(world, "alice")
+    result = box("--seat", "alice", "start")
+    assert "`box --seat alice logs` to watch it, `box --seat alice status` to check it" in result.stdout
+    result = box("start")  # no seat: as before
+    assert one_error_line(result) == "box: setup was not done (no volume imd-worker-home): run `box setup` first"

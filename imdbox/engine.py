@@ -81,6 +81,8 @@ def endpoint() -> Endpoint:
 def connect() -> docker.DockerClient:
     ep = endpoint()
     ssh = ep.host.startswith("ssh://")  # the system's ssh (its keys, its known_hosts), not paramiko
+    if ssh:
+        _close_ended_ssh_quietly()
     try:
         if ep.context is not None:
             from docker.context import ContextAPI
@@ -94,6 +96,28 @@ def connect() -> docker.DockerClient:
         raise BoxError(_engine_error(ep, str(exc))) from None
     client.__dict__["_imd_box_endpoint"] = ep
     return client
+
+
+def _close_ended_ssh_quietly() -> None:
+    """docker-py's ssh shell-out says goodbye by writing to ssh's stdin when it closes a
+    connection; when ssh already ended with the engine's reply (an exec's output, read in
+    full), that write raises BrokenPipeError and fails the command that had succeeded
+    (docker/docker-py#3218, open). Such a connection is closed without the goodbye."""
+    from docker.transport import sshconn
+
+    original = sshconn.SSHSocket.close
+    if getattr(original, "imd_box", False):
+        return
+
+    def close(self) -> None:
+        try:
+            original(self)
+        except (BrokenPipeError, ValueError):  # ValueError: its stdin is closed already
+            if self.proc is not None:
+                self.proc.terminate()
+
+    close.imd_box = True  # type: ignore[attr-defined]
+    sshconn.SSHSocket.close = close
 
 
 def endpoint_of(client) -> Endpoint:

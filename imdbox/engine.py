@@ -12,8 +12,8 @@ import re
 import tarfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Callable, Optional
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
 
 import docker
 import docker.errors
@@ -42,11 +42,13 @@ class Endpoint:
 
     host: str  # unix://…, tcp://…, ssh://user@host
     source: str  # where it came from, for the user: "DOCKER_HOST", "context NAME", "the local socket"
-    context: Optional[str] = None  # the docker context's name (its TLS material stays there)
+    context: Optional[str] = None  # the docker context's name, for the docker CLI box runs
+    # The context's TLS settings (a docker.tls.TLSConfig), kept from the one read of it.
+    tls: Any = field(default=None, compare=False, repr=False)
 
     @property
     def local_default(self) -> bool:
-        return self.context is None and self.source == LOCAL
+        return self.source == LOCAL
 
     def cli(self, docker: str) -> list[str]:
         """The docker CLI aimed at this engine (DOCKER_HOST, when set, it reads itself)."""
@@ -75,7 +77,7 @@ def endpoint() -> Endpoint:
         raise BoxError(f"the docker context {name} cannot be read ({exc}): `docker context ls`") from None
     if ctx is None or not ctx.Host:
         raise BoxError(f"the docker context {name} does not exist here: `docker context ls`, then `docker context use`")
-    return Endpoint(ctx.Host, f"context {name}", name)
+    return Endpoint(ctx.Host, f"context {name}", name, ctx.TLSConfig)
 
 
 def connect() -> docker.DockerClient:
@@ -85,10 +87,7 @@ def connect() -> docker.DockerClient:
         _close_ended_ssh_quietly()
     try:
         if ep.context is not None:
-            from docker.context import ContextAPI
-
-            tls = ContextAPI.get_context(ep.context).TLSConfig
-            client = docker.DockerClient(base_url=ep.host, tls=tls or False, timeout=300, use_ssh_client=ssh)
+            client = docker.DockerClient(base_url=ep.host, tls=ep.tls or False, timeout=300, use_ssh_client=ssh)
         else:
             client = docker.from_env(timeout=300, use_ssh_client=ssh)
         client.ping()

@@ -113,3 +113,22 @@ def test_docker_desktop_not_running_is_the_familiar_line(docker_config, monkeypa
     assert result.stderr == (
         "box: Docker is not running — start Docker Desktop, wait for it to say it is running, and try again\n"
     )
+
+
+def test_a_context_is_read_once_per_command(docker_config, monkeypatch):
+    """The SDK's client takes its TLS settings from the Endpoint, not from a second read."""
+    from docker.context import ContextAPI
+
+    make_context(docker_config, "far", f"tcp://127.0.0.1:{closed_port()}")
+    monkeypatch.setenv("DOCKER_CONTEXT", "far")
+    reads = []
+    real = ContextAPI.get_context.__func__
+
+    def counted(cls, name=None):
+        reads.append(name)
+        return real(cls, name)
+
+    monkeypatch.setattr(ContextAPI, "get_context", classmethod(counted))
+    result = CliRunner().invoke(cli.app, ["status"])
+    assert result.exit_code == 1 and "context far" in result.stderr, result.output
+    assert reads == ["far"]

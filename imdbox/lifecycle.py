@@ -334,13 +334,7 @@ def status() -> int:
         state = _no_container(client) if img is not None else "not created"
     else:
         container.reload()
-        st = container.attrs["State"]
-        if st.get("Restarting"):
-            state = "RESTARTING"
-        elif st.get("Running"):
-            state = "running"
-        else:
-            state = f"stopped (exit code {st.get('ExitCode')})"
+        state = _box_state(container)
     ui.say(f"box:       {names.CONTAINER}: {state}", style="bold")
     ui.say(f"engine:    {engine.endpoint_of(client).describe()}")
     restarts = container.attrs.get("RestartCount", 0) if container is not None else 0
@@ -386,6 +380,16 @@ def status() -> int:
     flags = engine.flags(client, "status", doctor)
     code, out = engine.run_oneoff(client, flags, on_line=_print_box_line)
     return code
+
+
+def _box_state(container) -> str:
+    """The box's state in a word or two, as `box status` and `box seats` both say it."""
+    st = container.attrs["State"]
+    if st.get("Restarting"):
+        return "RESTARTING"
+    if st.get("Running"):
+        return "running"
+    return f"stopped (exit code {st.get('ExitCode')})"
 
 
 def _no_container(client) -> str:
@@ -634,14 +638,7 @@ def seats() -> None:
 
 def _seat_row(client, seat: Optional[str]) -> list[str]:
     container = engine.box_container(client)
-    if container is None:
-        state = "not created"
-    elif container.attrs["State"].get("Restarting"):
-        state = "RESTARTING"
-    elif engine.is_up(container):
-        state = "running"
-    else:
-        state = f"stopped (exit {container.attrs['State'].get('ExitCode')})"
+    state = "not created" if container is None else _box_state(container)
     try:
         current = settings_mod.read(client)
         runtime = f"{', '.join(current.runtimes)} ×{current.concurrency}" + ("" if current.saved else " (not set up)")

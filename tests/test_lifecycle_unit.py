@@ -447,6 +447,12 @@ def test_start_refuses_when_the_seats_together_would_need_more_memory(world):
     assert sorted(world.boxes) == ["imd-box", "imd-box-b"]
 
 
+def seat_rows(result) -> list[list[str]]:
+    """`box seats`'s table, split on its column gaps."""
+    rows = [line.split("  ") for line in result.stdout.splitlines()]
+    return [[cell.strip() for cell in row if cell.strip()] for row in rows]
+
+
 def test_seats_lists_each_with_its_box_runtime_and_pairing(world):
     assert "no seats yet" in box("seats").stdout
     set_up_seat(world, None)
@@ -459,15 +465,23 @@ def test_seats_lists_each_with_its_box_runtime_and_pairing(world):
     world.volumes["imd-worker-home-"] = {}  # not a seat's name
     result = box("seats")
     assert result.exit_code == 0, result.output
-    rows = [line.split("  ") for line in result.stdout.splitlines()]
-    rows = [[cell.strip() for cell in row if cell.strip()] for row in rows]
-    assert rows == [
+    assert seat_rows(result) == [
         ["SEAT", "BOX", "RUNTIME", "RESTARTS", "PAIRED"],
         ["(no name)", "not created", "claude ×2", "-", "-"],
         ["b", "running", "claude ×2", "0", "token 4321"],
         ["c", "not created", "claude ×2 (not set up)", "-", "-"],
     ]
     assert names.SEAT is None  # the command acts on no seat afterwards
+
+
+def test_status_and_seats_say_a_stopped_box_alike(world):
+    world.set_up()
+    world.run_box()
+    world.container.status = "exited"
+    result = box("status")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == "box:       imd-box: stopped (exit code 0)"
+    assert seat_rows(box("seats"))[1][:2] == ["(no name)", "stopped (exit code 0)"]
 
 
 def test_remove_keeps_the_image_the_other_seats_run(world):

@@ -65,7 +65,9 @@ def context_tar(root: Path = names.REPO_ROOT, ca_certs: Optional[list[str]] = No
     """The build context as an in-memory tar: the Dockerfile's inputs and the CA files."""
     missing = [f for f in CONTEXT_FILES if not (root / f).exists()]
     if missing:
-        raise BuildError(f"not a box checkout ({root}): missing {', '.join(missing)}. Run `box build` from a clone.")
+        raise BuildError(
+            f"not a box checkout ({root}): missing {', '.join(missing)}. Run `{names.box_command('build')}` from a clone."
+        )
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for name in CONTEXT_FILES:

@@ -48,7 +48,10 @@ def _unexpected(exc: Exception) -> str:
     import requests.exceptions
 
     if isinstance(exc, docker.errors.APIError):
-        return f"Docker refused: {exc.explanation or exc}; try again, and `box status` says where things stand"
+        return (
+            f"Docker refused: {exc.explanation or exc}; try again, "
+            f"and `{names.box_command('status')}` says where things stand"
+        )
     if isinstance(exc, (requests.exceptions.ConnectionError, docker.errors.DockerException)):
         return "lost Docker half-way (did it stop or restart?): start Docker, then run the command again"
     return f"stopped on an unexpected {type(exc).__name__}: {exc} (please report it)"

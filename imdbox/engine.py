@@ -194,8 +194,8 @@ def image(client, required: bool = True):
         if not required:
             return None
         raise BoxError(
-            f"the box image {names.IMAGE} is missing: run `box pull` (the published image) "
-            "or `box build` (from this checkout) first"
+            f"the box image {names.IMAGE} is missing: run `{names.box_command('pull')}` (the published image) "
+            f"or `{names.box_command('build')}` (from this checkout) first"
         ) from None
 
 
@@ -403,13 +403,15 @@ def setup_done(client) -> bool:
 
 def require_volume(client) -> None:
     if not volume_exists(client):
-        raise BoxError(f"setup was not done (no volume {names.VOLUME}): run `box setup` first")
+        raise BoxError(f"setup was not done (no volume {names.VOLUME}): run `{names.box_command('setup')}` first")
 
 
 def require_setup(client) -> None:
     require_volume(client)
     if read_volume_file(client, IMD_PATH) is None:
-        raise BoxError(f"setup was not done (no worker installed in {names.VOLUME}): run `box setup` first")
+        raise BoxError(
+            f"setup was not done (no worker installed in {names.VOLUME}): run `{names.box_command('setup')}` first"
+        )
 
 
 def run_oneoff(
@@ -456,7 +458,7 @@ def health(container) -> str:
     """The image's HEALTHCHECK (worker/healthy) as Docker last saw it: its state and what it said."""
     h = container.attrs["State"].get("Health")
     if not h:
-        return "no health check (an image from before box had one: `box update`)"
+        return f"no health check (an image from before box had one: `{names.box_command('update')}`)"
     last = (h.get("Log") or [{}])[-1].get("Output", "").strip()
     return f"{h.get('Status')}" + (f" ({last})" if last else " (the first check has not run yet)")
 

@@ -57,9 +57,8 @@ def _print_box_line(line: str) -> None:
 _VOLUME_FULL = ("the volume is full", "No space left on device", "ENOSPC")
 
 
-def run_install(
-    client, mode: str, env: dict[str, str], grok_key: Optional[str] = None, again: str = "box setup"
-) -> None:
+def run_install(client, mode: str, env: dict[str, str], grok_key: Optional[str] = None, again: str = "setup") -> None:
+    """`again`: the box command to run again once the volume has room."""
     files = None
     if grok_key:
         env = {**env, "IMD_BOX_GROK_KEY_FILE": GROK_KEY_STAGE}
@@ -71,7 +70,7 @@ def run_install(
             raise BoxError(
                 f"the volume {names.VOLUME} is full (no space left on device); what was installed is unchanged: "
                 f"free disk space for Docker (`docker system prune`, or a larger disk in Docker Desktop's "
-                f"Settings → Resources), then run `{again}` again"
+                f"Settings → Resources), then run `{names.box_command(again)}` again"
             )
         raise BoxError(f"install failed: {engine.last_error(out)}")
 
@@ -80,7 +79,10 @@ def worker_help(client) -> worker.WorkerHelp:
     """The installed worker's own `imd help`, read in a one-off box."""
     code, text = engine.run_oneoff(client, engine.flags(client, "status", worker.HELP_COMMAND))
     if code != 0:
-        raise BoxError(f"the installed worker did not answer `imd help` ({engine.last_error(text)}): run `box setup`")
+        raise BoxError(
+            f"the installed worker did not answer `imd help` ({engine.last_error(text)}): "
+            f"run `{names.box_command('setup')}`"
+        )
     return worker.parse_help(text)
 
 
@@ -152,7 +154,10 @@ def setup(
         check_concurrency(concurrency)
     key = read_key_file(grok_key_file) if grok_key_file else None
     if engine.is_running(container):
-        raise BoxError("the box is running: stop it first (`box stop`), then run `box setup` again")
+        raise BoxError(
+            f"the box is running: stop it first (`{names.box_command('stop')}`), "
+            f"then run `{names.box_command('setup')}` again"
+        )
     if engine.ensure_volume(client):
         ui.ok(f"created the volume {names.VOLUME} (your logins, the worker and its pairing live here)")
     current = settings_mod.read_or_defaults(client)  # setup writes the file again
@@ -176,16 +181,16 @@ def setup(
         "  1. claude        then type /login and follow it (signs Claude Code in; the login stays in the volume)\n"
         "  2. imd pair      pair this worker with your wallet\n"
         "  3. imd doctor    every line should be ✓\n"
-        "Then `exit`, and run `./box start`."
+        f"Then `exit`, and run `./{names.box_command('start')}`."
     )
     if open_shell and ui.is_tty():
         ui.say(steps)
         code = shell([], tty=True)
         if code not in (0, 130):
             ui.dim(f"(the shell exited with {code})")
-        ui.say("When all three steps are done: ./box start")
+        ui.say(f"When all three steps are done: ./{names.box_command('start')}")
     else:
-        ui.say(steps.replace("in the box's shell", "in the box's shell (`./box shell`)"))
+        ui.say(steps.replace("in the box's shell", f"in the box's shell (`./{names.box_command('shell')}`)"))
 
 
 # ------------------------------------------------------------------ start / stop
@@ -224,8 +229,21 @@ def _gib(n: int) -> str:
     return f"{n / 1024**3:.1f} GiB"
 
 
+# What a message tells the user to run next, in the words several messages share.
+def _status_then_start() -> str:
+    return f"`{names.box_command('status')}`, then `{names.box_command('start')}` again"
+
+
+def _setup_then_start() -> str:
+    return f"`{names.box_command('setup')}`, then `{names.box_command('start')}`"
+
+
+def _pull_or_build() -> str:
+    return f"`{names.box_command('pull')}` or `{names.box_command('build')}`"
+
+
 def _already_running() -> str:
-    return f"the box is already running ({names.CONTAINER}); `box logs` to watch it"
+    return f"the box is already running ({names.CONTAINER}); `{names.box_command('logs')}` to watch it"
 
 
 def _join(client) -> None:
@@ -237,8 +255,8 @@ def _join(client) -> None:
         started = False
     if not started:
         raise BoxError(
-            "another `box start` was starting the box at the same moment, and it did not start: "
-            "its own output says why; `box status`, then `box start` again"
+            f"another `{names.box_command('start')}` was starting the box at the same moment, and it did not start: "
+            f"its own output says why; {_status_then_start()}"
         )
     ui.ok(_already_running())
 
@@ -257,8 +275,7 @@ def _create_and_start(client) -> None:
         started, logs = engine.wait_started(container)
     except docker.errors.NotFound:
         raise BoxError(
-            f"the box {names.CONTAINER} was removed while it was starting (by another command?): "
-            "`box status`, then `box start` again"
+            f"the box {names.CONTAINER} was removed while it was starting (by another command?): {_status_then_start()}"
         ) from None
     if not started:
         tail = "\n".join(logs.splitlines()[-15:])
@@ -269,7 +286,10 @@ def _create_and_start(client) -> None:
         if tail:
             ui.dim(tail)
         raise BoxError(f"the box did not start, and was removed (no restart loop): {engine.last_error(logs)}")
-    ui.ok("walls up and verified; the worker is running. `box logs` to watch it, `box status` to check it")
+    ui.ok(
+        f"walls up and verified; the worker is running. `{names.box_command('logs')}` to watch it, "
+        f"`{names.box_command('status')}` to check it"
+    )
 
 
 def stop() -> None:
@@ -309,7 +329,7 @@ def logs(since: Optional[str], follow: bool, tail: Optional[int]) -> None:
     client = _connect()
     container = engine.box_container(client)
     if container is None:
-        raise BoxError("there is no box yet: run `box setup`, then `box start`")
+        raise BoxError(f"there is no box yet: run {_setup_then_start()}")
     kwargs = dict(stream=True, follow=follow, stdout=True, stderr=True)
     if since_value is not None:
         kwargs["since"] = since_value
@@ -347,7 +367,7 @@ def status() -> int:
         if st.get("Running"):
             ui.say(f"health:    {engine.health(container)}")
     if img is None:
-        ui.say(f"image:     {names.IMAGE}: missing (run `box pull` or `box build`)")
+        ui.say(f"image:     {names.IMAGE}: missing (run {_pull_or_build()})")
     else:
         source = engine.pulled_from(img)
         origin = f"pulled from {source}" if source else "built from a checkout"
@@ -357,14 +377,12 @@ def status() -> int:
     if container is not None and (container.attrs["State"].get("Restarting") or restarts > 0):
         ui.say(f"last error: {engine.last_error(container.logs(tail=300).decode(errors='replace'))}", style="red")
     if img is None:
-        raise BoxError(
-            f"the box image {names.IMAGE} is missing, and `imd doctor` needs it: run `box pull` or `box build`"
-        )
+        raise BoxError(f"the box image {names.IMAGE} is missing, and `imd doctor` needs it: run {_pull_or_build()}")
     engine.require_volume(client)
     current = settings_mod.read(client)
     ui.say(
         f"runtime:   {', '.join(current.runtimes)} (concurrency {current.concurrency})"
-        + ("" if current.saved else "  [not saved yet: run `box setup`]")
+        + ("" if current.saved else f"  [not saved yet: run `{names.box_command('setup')}`]")
     )
     doctor = ["imd", "doctor"] + _doctor_runtime(list(current.runtimes))
     if engine.is_up(container):
@@ -373,7 +391,7 @@ def status() -> int:
         for line in out.splitlines():
             ui.say(line)
         if code == 127 or "executable file not found" in out:
-            raise BoxError("the worker is not installed in the volume: run `box setup`")
+            raise BoxError(f"the worker is not installed in the volume: run `{names.box_command('setup')}`")
         return code
     engine.require_setup(client)
     ui.step("imd doctor (in a one-off box with the same walls)")
@@ -395,13 +413,13 @@ def _box_state(container) -> str:
 def _no_container(client) -> str:
     """What it means that there is no container, plainly, and what to do."""
     if not engine.volume_exists(client) or not engine.volume_has(client, engine.IMD_PATH):
-        return "not created (run `box setup`, then `box start`)"
+        return f"not created (run {_setup_then_start()})"
     if engine.volume_has(client, engine.WORKER_CONFIG_PATH):
         return (
             "GONE: there is no container (removed outside box, e.g. `docker rm -f` or Docker Desktop, "
-            "or never started); the volume is kept: `box start` creates it again"
+            f"or never started); the volume is kept: `{names.box_command('start')}` creates it again"
         )
-    return "not created (run `box start`)"
+    return f"not created (run `{names.box_command('start')}`)"
 
 
 def _doctor_runtime(runtimes: list[str]) -> list[str]:
@@ -489,7 +507,7 @@ def update(base_image: str, ca_file: Optional[Path], no_cache: bool) -> None:
     resume = was_running or _resume_pending(client)
     source = engine.pulled_from(img)
     if source:
-        ui.step(f"the box image came from `box pull`: pulling {source} again")
+        ui.step(f"the box image came from `{names.box_command('pull')}`: pulling {source} again")
         from .images import pull
 
         pull(client, source)
@@ -508,15 +526,20 @@ def update(base_image: str, ca_file: Optional[Path], no_cache: bool) -> None:
     if current is not None:
         runtimes = list(current.runtimes)
         ui.step("refreshing the agent CLIs in the volume: " + ", ".join(runtimes))
-        run_install(client, "agents", install_env(runtimes, current.concurrency), again="box update")
+        run_install(client, "agents", install_env(runtimes, current.concurrency), again="update")
     else:
-        ui.say("setup was not done yet: nothing to refresh in the volume (run `box setup`)")
+        ui.say(f"setup was not done yet: nothing to refresh in the volume (run `{names.box_command('setup')}`)")
     if resume:
         if not was_running:
-            ui.say("the box was running when an earlier `box update` was cut short: starting it again")
+            ui.say(
+                f"the box was running when an earlier `{names.box_command('update')}` was cut short: starting it again"
+            )
         _create_and_start(client)
         _set_resume(client, False)
-    ui.ok("updated" + ("; the box is running again" if resume else "; `box start` when you want it running"))
+    ui.ok(
+        "updated"
+        + ("; the box is running again" if resume else f"; `{names.box_command('start')}` when you want it running")
+    )
     others = _other_seats(client)
     if others:
         ui.say(f"the other seats ({others}) keep their box as it is until each is updated: `box --seat NAME update`")
@@ -558,7 +581,7 @@ def runtime(names_arg: Optional[str], concurrency: Optional[int], grok_key_file:
     key = grok_key(client, wanted, key)
     new_concurrency = concurrency or current.concurrency
     ui.step(f"runtime(s) {', '.join(wanted)}, concurrency {new_concurrency}: updating the CLIs in the volume")
-    run_install(client, "agents", install_env(wanted, new_concurrency), grok_key=key, again="box runtime")
+    run_install(client, "agents", install_env(wanted, new_concurrency), grok_key=key, again="runtime")
     if engine.is_running(container):
         ui.step("restarting the worker on " + " and ".join(wanted))
         engine.stop_box(container)
@@ -579,7 +602,7 @@ def remove(keep_seat: bool, delete_volume: Optional[bool], keep_image: bool) -> 
     if not keep_seat and has_volume:
         if img is None:
             raise BoxError(
-                f"the box image {names.IMAGE} is missing, and `imd unlink` needs it: run `box pull` or `box build`, "
+                f"the box image {names.IMAGE} is missing, and `imd unlink` needs it: run {_pull_or_build()}, "
                 "or pass --keep-seat"
             )
         if not engine.volume_has(client, engine.IMD_PATH):
@@ -602,7 +625,10 @@ def remove(keep_seat: bool, delete_volume: Optional[bool], keep_image: bool) -> 
             engine.remove_volume(client)
             ui.ok(f"removed the volume {names.VOLUME}")
         else:
-            ui.say(f"kept the volume {names.VOLUME} (logins, worker, pairing); `box remove --yes` deletes it")
+            ui.say(
+                f"kept the volume {names.VOLUME} (logins, worker, pairing); "
+                f"`{names.box_command('remove', '--yes')}` deletes it"
+            )
     others = _other_seats(client)
     if img is not None and not keep_image and others:
         ui.say(f"kept the image {names.IMAGE}: the other seats use it too ({others})")
@@ -623,7 +649,9 @@ def seats() -> None:
     client = _connect()
     found = engine.seats(client)
     if not found:
-        ui.say("no seats yet: `box setup` makes the first (`box --seat NAME setup` one with a name)")
+        ui.say(
+            f"no seats yet: `{names.box_command('setup')}` makes the first (`box --seat NAME setup` one with a name)"
+        )
         return
     chosen = names.SEAT
     rows = []

@@ -55,3 +55,10 @@ def use_seat(seat: Optional[str]) -> None:
     global SEAT, CONTAINER, VOLUME
     SEAT = seat
     CONTAINER, VOLUME = seat_names(seat)
+
+
+def box_command(*words: str) -> str:
+    """A box command the user is told to run, for the seat this command acts on:
+    `box start`, or `box --seat alice start` under `box --seat alice`."""
+    seat = ["--seat", SEAT] if SEAT is not None else []
+    return " ".join(["box", *seat, *words])

@@ -27,7 +27,6 @@ DEFAULT_CONCURRENCY = 2
 KEYS = ("RUNTIMES", "CONCURRENCY")
 _RUNTIMES_VALUE = re.compile(r"[a-z]+(,[a-z]+)*")
 _CONCURRENCY_VALUE = re.compile(r"[1-4]")
-FIX = "run `box runtime claude` (or `box setup`) to write it again"
 
 
 class SettingsError(Exception):
@@ -45,6 +44,10 @@ class Settings:
         return f"RUNTIMES={','.join(self.runtimes)}\nCONCURRENCY={self.concurrency}\n".encode()
 
 
+def fix() -> str:
+    return f"run `{names.box_command('runtime', 'claude')}` (or `{names.box_command('setup')}`) to write it again"
+
+
 def where() -> str:
     return f"{PATH} in the volume {names.VOLUME}"
 
@@ -56,7 +59,7 @@ def parse(data: Optional[bytes]) -> Settings:
         return Settings()
 
     def bad(why: str) -> SettingsError:
-        return SettingsError(f"{where()} is damaged ({why}): {FIX}")
+        return SettingsError(f"{where()} is damaged ({why}): {fix()}")
 
     try:
         text = data.decode("utf-8")
@@ -116,14 +119,14 @@ def read_or_defaults(client) -> Settings:
     try:
         return parse(engine.read_volume_file(client, PATH))
     except SettingsError as exc:
-        ui.dim(f"({exc.args[0].split(': run `box')[0]}; box writes it again)")
+        ui.dim(f"({exc.args[0].removesuffix(': ' + fix())}; box writes it again)")
         return Settings()
 
 
 def parse_runtimes(text: str) -> list[str]:
     wanted = [r.strip().lower() for r in text.split(",") if r.strip()]
     if not wanted:
-        raise BoxError("name at least one runtime, e.g. `box runtime claude`", code=2)
+        raise BoxError(f"name at least one runtime, e.g. `{names.box_command('runtime', 'claude')}`", code=2)
     unknown = [r for r in wanted if r not in RUNTIMES]
     if unknown:
         raise BoxError(f"unknown runtime {', '.join(unknown)}: choose from {', '.join(RUNTIMES)}", code=2)

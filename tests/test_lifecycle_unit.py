@@ -505,6 +505,14 @@ def test_the_workers_status_says_whether_it_is_paired():
     assert worker.pairing("  tokens 5\n") == "?"
 
 
+def test_the_box_command_a_user_is_told_names_the_seat(world):
+    assert names.box_command("start") == "box start"
+    assert names.box_command("remove", "--yes") == "box remove --yes"
+    names.use_seat("alice")
+    assert names.box_command("start") == "box --seat alice start"
+    assert names.box_command("remove", "--yes") == "box --seat alice remove --yes"
+
+
 def test_what_a_seat_is_told_to_run_names_the_seat(world):
     result = box("--seat", "alice", "start")
     assert one_error_line(result) == (
@@ -513,5 +521,20 @@ def test_what_a_seat_is_told_to_run_names_the_seat(world):
     set_up_seat(world, "alice")
     result = box("--seat", "alice", "start")
     assert "`box --seat alice logs` to watch it, `box --seat alice status` to check it" in result.stdout
+    world.volumes["imd-worker-home-alice"][SETTINGS] = b"RUNTIMES=claude\n"
+    assert one_error_line(box("--seat", "alice", "runtime")).endswith(
+        "run `box --seat alice runtime claude` (or `box --seat alice setup`) to write it again"
+    )
     result = box("start")  # no seat: as before
     assert one_error_line(result) == "box: setup was not done (no volume imd-worker-home): run `box setup` first"
+
+
+def test_setup_under_a_seat_tells_the_launcher_command_for_it(world):
+    world.oneoff = lambda role, command, env: (0, REAL_HELP if command == ["imd", "help"] else "")
+    result = box("--seat", "alice", "setup", "--no-shell")
+    assert result.exit_code == 0, result.output
+    assert "in the box's shell (`./box --seat alice shell`)" in result.stdout
+    assert "Then `exit`, and run `./box --seat alice start`." in result.stdout
+    result = box("setup", "--no-shell")  # no seat: as before
+    assert result.exit_code == 0, result.output
+    assert "(`./box shell`)" in result.stdout and "run `./box start`." in result.stdout

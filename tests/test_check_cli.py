@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 from tests.harness.cli import cli_env, run_box
-from tests.harness.topology import check_targets
+from tests.harness.topology import MAC_ON_INTERNET, check_targets
 
 pytestmark = pytest.mark.usefixtures("box_image")
 
@@ -55,6 +55,8 @@ def test_box_check_cli_json_and_svg(docker_client, box_image, topology, tmp_path
     assert "GET http://198.51.100.10/ -> 200" in by_wall["the internet"]
     assert "imdt-listener-internet -> 198.51.100.10" in by_wall["DNS"]
     assert "gateway 198.51.100.1:80 EHOSTUNREACH" in by_wall["the Mac"]
+    # Docker Desktop's name for the Mac, as this network's resolver answers it: refused too.
+    assert f"host.docker.internal {MAC_ON_INTERNET}:80 EHOSTUNREACH" in by_wall["the Mac"]
     assert svg.read_text().startswith("<svg")
     assert elapsed < 30
     assert leftovers == []

@@ -11,6 +11,8 @@ every one of the same listeners.
                    .255 = the subnet's broadcast (listeners answer UDP 9999, broadcasts too)
                    .200 / ::200 = host.docker.internal, gateway.docker.internal, IPv6 target
     imdt-internet  198.51.100.0/25   .10 "internet" (HTTP), .53 "dns" (a resolver that is not ours)
+                   .30 = "mac" again, as host.docker.internal and gateway.docker.internal
+                   to Docker's resolver here (the only network a box made by `box` is on)
                    .1 = this host on a network that is not its gateway: a listener on
                    :8099 stands for a Mac's public or VPN address
     imdt-lan       192.168.77.0/24   .10 "router"
@@ -66,6 +68,12 @@ NETS = [
     Net(PREFIX + "tailscale", "100.100.100.0/24", "100.100.100.1"),
     Net(PREFIX + "metadata", "169.254.168.0/22", "169.254.168.1"),
 ]
+
+# Docker Desktop answers these names for every box. An --internal network's resolver has
+# no upstream to ask, so without an answer each lookup would hang until the firewall's
+# 2 s bound, twice at every start of every box the `box` command makes.
+MAC_NAMES = ("host.docker.internal", "gateway.docker.internal")
+MAC_ON_INTERNET = "198.51.100.30"
 
 TARGETS = [
     Target("mac", PREFIX + "mac", "198.51.100.200", "fd00:1d:1::200"),
@@ -176,6 +184,10 @@ def _start_listener(client: docker.DockerClient, image: str, target: Target):
         host_config=host_config,
         networking_config=networking,
     )["Id"]
+    if target.name == "mac":  # what Docker Desktop's names resolve to on the internet network too
+        client.api.connect_container_to_network(
+            cid, PREFIX + "internet", ipv4_address=MAC_ON_INTERNET, aliases=list(MAC_NAMES)
+        )
     client.api.start(cid)
     return client.containers.get(cid)
 
@@ -202,10 +214,7 @@ def build(client: docker.DockerClient, image: str) -> Topology:
         nets=list(NETS),
         targets={t.name: t for t in TARGETS},
         gateway_ip=NETS[0].gateway,
-        extra_hosts={
-            "host.docker.internal": TARGETS[0].ip,
-            "gateway.docker.internal": TARGETS[0].ip,
-        },
+        extra_hosts=dict.fromkeys(MAC_NAMES, TARGETS[0].ip),
     )
     topo.containers = [_start_listener(client, image, t) for t in TARGETS]
     for c in topo.containers:

@@ -130,6 +130,17 @@ def feed(docker_client, topology, box_image):
         container.remove(force=True)
 
 
+@pytest.fixture(scope="session")
+def set_up(docker_client, box_image, feed):
+    """The session's one real `box setup` that tests not about setup start from: each takes
+    a copy of its volume (`copy_of` in tests/fake_worker/fixtures.py). The tests of setup
+    itself run it in their own volume."""
+    from tests.fake_worker.fixtures import set_up_env
+
+    with set_up_env(docker_client, box_image) as env:
+        yield env
+
+
 @pytest.fixture
 def test_volume(docker_client):
     from tests.harness.boxes import volume

@@ -25,7 +25,7 @@ import pytest
 
 from imdbox import browser, names
 from tests.fake_worker import daemon_version
-from tests.fake_worker.fixtures import FEED_URL, box_env, installed_env, remove_container, volume_files
+from tests.fake_worker.fixtures import FEED_URL, box_env, copy_of, remove_container, volume_files
 from tests.harness.cli import start_box
 from tests.harness.image import BASE_IMAGE, CA_FILE
 
@@ -46,9 +46,9 @@ def fresh(docker_client, box_image, feed):
 
 
 @pytest.fixture(scope="module")
-def installed(docker_client, box_image, feed):
+def installed(docker_client, box_image, set_up):
     """Set up and paired (the stand-in pairs at once; the real one waits for the wallet)."""
-    with installed_env(docker_client, box_image) as env:
+    with copy_of(docker_client, box_image, set_up, paired=True) as env:
         yield env
 
 

@@ -20,7 +20,7 @@ import docker
 import pytest
 
 from imdbox import names
-from tests.fake_worker.fixtures import box_env, volume_files
+from tests.fake_worker.fixtures import copy_of, volume_files
 from tests.harness.cli import BOX
 from tests.harness.image import BASE_IMAGE, CA_FILE
 from tests.harness.topology import NO_HEALTHCHECK
@@ -145,9 +145,8 @@ def _boxes_of(client, bx) -> list[str]:
     "until, delay",
     [("walls up and verified", 0.0), ("downloading the worker release", 0.2), ("installing the claude CLI", 0.5)],
 )
-def test_ctrl_c_during_setup_leaves_nothing_half_made(docker_client, box_image, feed, until, delay):
-    with box_env(docker_client, box_image) as bx:
-        assert bx.run("setup", "--no-shell").returncode == 0  # a worker to keep unchanged
+def test_ctrl_c_during_setup_leaves_nothing_half_made(docker_client, box_image, set_up, until, delay):
+    with copy_of(docker_client, box_image, set_up) as bx:  # a worker to keep unchanged
         before = volume_files(docker_client, bx, [SETTINGS, WORKER_PKG])
         took, stderr = _interrupt([*BOX, "setup", "--no-shell"], bx.env(), until, delay)
         assert took < GRACE, f"`box setup` still running {GRACE} s after Ctrl-C"

@@ -27,7 +27,7 @@ import pytest
 
 from imdbox import engine, names, settings
 from tests.conftest import IN_CI
-from tests.fake_worker.fixtures import installed_env, remove_container
+from tests.fake_worker.fixtures import copy_of, remove_container
 from tests.harness.keep import KEPT, kept_files
 from tests.harness.topology import check_targets
 
@@ -36,9 +36,9 @@ WORKER = "(^|/)node .*imd start"  # the worker's supervisor (oldest) and the wor
 
 
 @pytest.fixture(scope="module")
-def installed(docker_client, box_image, feed):
+def installed(docker_client, box_image, set_up):
     """Set up, paired (the stand-in pairs at once), with a login planted: all four kept files exist."""
-    with installed_env(docker_client, box_image, login=True) as env:
+    with copy_of(docker_client, box_image, set_up, paired=True, login=True) as env:
         files = kept_files(docker_client, env)
         assert all(files.values()), {p: v is not None for p, v in files.items()}
         assert files[settings.PATH] == DEFAULT_SETTINGS

@@ -27,7 +27,7 @@ import docker
 import pytest
 
 from imdbox import names
-from tests.fake_worker.fixtures import FEED_URL, box_env, installed_env, pair, remove_container
+from tests.fake_worker.fixtures import FEED_URL, box_env, copy_of, pair, remove_container
 from tests.harness.image import BASE_IMAGE, CA_FILE
 from tests.harness.keep import kept_files
 from tests.harness.topology import NO_HEALTHCHECK
@@ -49,8 +49,8 @@ UPDATE = ["update", "--base-image", BASE_IMAGE, "--ca-cert", CA_FILE]
 
 
 @pytest.fixture(scope="module")
-def installed(docker_client, box_image, feed):
-    with installed_env(docker_client, box_image, login=True) as env:
+def installed(docker_client, box_image, set_up):
+    with copy_of(docker_client, box_image, set_up, paired=True, login=True) as env:
         yield env
 
 

@@ -20,7 +20,7 @@ import json
 
 import pytest
 
-from tests.fake_worker.fixtures import box_env, volume_files
+from tests.fake_worker.fixtures import copy_of, volume_files
 from tests.harness import boxes
 from tests.harness.image import BASE_IMAGE, CA_FILE
 from tests.harness.topology import check_targets
@@ -75,10 +75,8 @@ def planted_runs(docker_client, bx) -> list[tuple[str, str]]:
 
 
 @pytest.fixture
-def planted(docker_client, box_image, feed):
-    with box_env(docker_client, box_image) as bx:
-        r = bx.run("setup", "--no-shell")
-        assert r.returncode == 0, r.all
+def planted(docker_client, box_image, set_up):
+    with copy_of(docker_client, box_image, set_up) as bx:
         r = bx.run("shell", "bash", "-c", PLANT_SCRIPT)
         assert r.returncode == 0 and "planted" in r.stdout, r.all
         yield bx

@@ -135,13 +135,36 @@ PLANT_LOGIN = "mkdir -p ~/.claude && umask 077 && head -c 300 /dev/urandom | bas
 
 
 @contextlib.contextmanager
-def installed_env(client: docker.DockerClient, image: str, *, login: bool = False):
-    """A box env of its own after `box setup` and `imd pair` (the stand-in pairs at once and
-    writes the device key); with `login`, a Claude login planted too. Removed on the way out."""
+def set_up_env(client: docker.DockerClient, image: str):
+    """A box env of its own after a real `box setup`. Removed on the way out."""
     with box_env(client, image) as env:
         r = env.run("setup", "--no-shell")
         assert r.returncode == 0, r.all
-        pair(env, login=login)
+        yield env
+
+
+@contextlib.contextmanager
+def copy_of(client: docker.DockerClient, image: str, template: BoxEnv, *, paired: bool = False, login: bool = False):
+    """A box env of its own whose volume is a copy of `template`'s, as `box setup` left it:
+    for a test that needs a set-up volume but is not about setup (the session makes one
+    real setup, `set_up` in tests/conftest.py, instead of one per module). With `paired`,
+    `imd pair` runs in the copy, so each has its own device key; with `login`, a Claude
+    login is planted too. Removed on the way out."""
+    with box_env(client, image) as env:
+        client.volumes.create(env.volume, labels={names.LABEL: "1"})  # as box setup makes it
+        client.containers.run(
+            image,
+            entrypoint=["cp", "-a", "/from/.", "/to/"],
+            command=[],
+            user="0",  # keeps each file's owner and mode
+            network_mode="none",
+            volumes={template.volume: {"bind": "/from", "mode": "ro"}, env.volume: {"bind": "/to", "mode": "rw"}},
+            labels={"imd-test": "1"},
+            healthcheck=NO_HEALTHCHECK,
+            remove=True,
+        )
+        if paired:
+            pair(env, login=login)
         yield env
 
 

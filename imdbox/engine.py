@@ -262,6 +262,18 @@ def box_container(client):
     return container
 
 
+def box_container_soon(client, timeout: float = 10.0):
+    """The worker box, just after creating it failed because its name is taken: the engine
+    reserves a name before the container can be looked up by it, so the box another
+    `box start` is making can take a moment to appear. None if it never does."""
+    deadline = time.monotonic() + timeout
+    while True:
+        container = box_container(client)
+        if container is not None or time.monotonic() >= deadline:
+            return container
+        time.sleep(0.2)
+
+
 def volume_exists(client) -> bool:
     try:
         client.volumes.get(names.VOLUME)

@@ -266,7 +266,7 @@ def _create_and_start(client) -> None:
     try:
         container = engine.create_box(client, flags)
     except docker.errors.APIError as exc:
-        if exc.status_code == 409 and engine.box_container(client) is not None:
+        if exc.status_code == 409 and engine.box_container_soon(client) is not None:
             return _join(client)  # the name is taken by a box another `box start` made a moment ago
         raise
     ui.step(f"starting the box {names.CONTAINER} (restarts with Docker: unless-stopped)")

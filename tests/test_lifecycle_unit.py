@@ -228,6 +228,32 @@ def test_start_when_running_changes_nothing(world):
     assert world.log == []
 
 
+def test_a_start_that_loses_the_name_joins_a_box_not_yet_visible(world, monkeypatch):
+    """Two `box start` at once: the engine gave the name to the other one's create, whose
+    box cannot be looked up by it for a moment yet (seen on the real engine under load).
+    This one waits for that box and joins it; it never fails."""
+    world.set_up()
+
+    def the_other_start_took_the_name(client, flags):
+        looks = []
+        by_name = client.containers.get
+
+        def get(name):
+            looks.append(name)
+            if len(looks) == 3:  # from the third look on, the other start's box is there
+                world.run_box()
+            return by_name(name)
+
+        client.containers.get = get
+        raise docker.errors.APIError("Conflict", response=type("R", (), {"status_code": 409})())
+
+    monkeypatch.setattr(engine, "create_box", the_other_start_took_the_name)
+    monkeypatch.setattr(engine.time, "sleep", lambda seconds: None)
+    result = box("start")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == f"✓ the box is already running ({names.CONTAINER}); `box logs` to watch it"
+
+
 def test_start_replaces_a_stopped_box(world):
     world.set_up()
     world.run_box()

@@ -8,6 +8,7 @@ following `box logs` never heard Ctrl-C. The tests start `box` exactly that way.
 
 from __future__ import annotations
 
+import io
 import os
 import random
 import signal
@@ -178,10 +179,37 @@ def test_ctrl_c_during_check_leaves_no_check_box(docker_client, box_image, topol
             v.remove(force=True)
 
 
-def test_ctrl_c_during_a_build_stops_it_and_leaves_no_build_container(docker_client, box_image):
+@pytest.fixture
+def own_base(docker_client):
+    """The tests' base with a label of this run's: a build on it shares no layer cache with
+    any other build, so one cut short leaves no half chain of layers that the next builds
+    would take up (`--no-cache` did: the engine's cache takes the newest matching layer,
+    and every later build and update then rebuilt the image from its first RUN). On the
+    way out, the layers the cut build made and the base go again, newest first."""
+    tag = f"imdt-base:{uuid.uuid4().hex[:8]}"
+    dockerfile = io.BytesIO(f"FROM {BASE_IMAGE}\nLABEL imdt-own-base={tag}\n".encode())
+    base, _ = docker_client.images.build(fileobj=dockerfile, tag=tag, rm=True, forcerm=True)
+    try:
+        yield tag
+    finally:
+        children: dict[str, list[str]] = {}
+        for img in docker_client.api.images(all=True):
+            children.setdefault(img.get("ParentId") or "", []).append(img["Id"])
+
+        def descendants(image_id: str) -> list[str]:
+            return [d for child in children.get(image_id, []) for d in [*descendants(child), child]]
+
+        for image_id in [*descendants(base.id), tag]:
+            try:
+                docker_client.images.remove(image_id, force=True, noprune=False)
+            except docker.errors.ImageNotFound:
+                pass
+
+
+def test_ctrl_c_during_a_build_stops_it_and_leaves_no_build_container(docker_client, box_image, own_base):
     tag = f"imdt-ctrlc:{uuid.uuid4().hex[:8]}"
     before = {c.id for c in docker_client.containers.list(all=True)}
-    argv = [*BOX, "build", "--no-cache", "--base-image", BASE_IMAGE, "--ca-cert", CA_FILE]
+    argv = [*BOX, "build", "--base-image", own_base, "--ca-cert", CA_FILE]
     took, stderr = _interrupt(argv, {"IMD_BOX_IMAGE": tag}, "apt-get update", 3.0)
     assert took < GRACE and "Traceback" not in stderr, stderr
     # The engine stops the step and removes its container.

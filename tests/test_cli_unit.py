@@ -138,6 +138,21 @@ def test_parsers():
     assert engine.last_error(logs).startswith("imd-box: bad CONCURRENCY")
 
 
+def test_last_error_names_what_the_worker_said_whichever_stream_came_first():
+    """The worker's stderr and stdout reach Docker's log in either order (seen in CI: the
+    error first, then an info line): its error is named either way, never one of an
+    earlier start, and nothing is made up when it said nothing wrong."""
+    start = "imd-box firewall: walls up and verified\nimd-box: starting the worker: imd start\n"
+    error = "this machine is not paired yet. Run `imd pair` from an interactive shell."
+    info = "2026-12-01T09:29:24.778Z runtimes: claude 0.0.1-fake (using claude, as asked)"
+    end = "imd-box: the worker exited with code 1"
+    said = f"{end} (the worker said: {error})"
+    assert engine.last_error(f"{start}{info}\n{error}\n{end}\n") == said
+    assert engine.last_error(f"{start}{error}\n{info}\n{end}\n") == said
+    assert engine.last_error(f"{start}{info}\n{end}\n") == end
+    assert engine.last_error(f"{start}{error}\n{end}\n{start}{info}\n{end}\n") == end  # a restart: its own only
+
+
 def test_env_overrides_names():
     code = "from imdbox import names; print(names.IMAGE, names.CONTAINER, names.VOLUME, names.NETWORK)"
     env = {

@@ -113,7 +113,7 @@ def _one_line(r) -> str:
     "signal_name, pick, ended",
     [
         # The worker (the newest) crashes: an error line, exit 3, which its supervisor passes on.
-        ("USR2", "-n", "the worker exited with code 3 (its last line: Error: the stand-in crashed"),
+        ("USR2", "-n", "the worker exited with code 3 (the worker said: Error: the stand-in crashed"),
         # The worker's supervisor, tini's child, is killed outright: no word from it at all.
         ("KILL", "-o", "the worker was killed by SIGKILL (exit code 137)"),
     ],

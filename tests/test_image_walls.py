@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from imdbox import engine
 from imdbox.runflags import CAPABILITIES, HOST_ADDRS_ENV
 from tests.harness import boxes
 from tests.harness.topology import GATEWAY_LISTENER_REPLY
@@ -99,6 +100,36 @@ def test_ipv6_is_refused_even_when_the_network_hands_it_out(walled, control, top
 def test_names_resolve_through_the_containers_resolver(walled):
     code, out = boxes.run(walled, ["getent", "hosts", "imdt-listener-internet"])
     assert code == 0 and "198.51.100.10" in out, out
+
+
+# Under the firewall's 2 s bound, twice; without it, glibc waits 10 s for each name.
+NO_ANSWER_START = 12.0
+
+
+def test_a_box_whose_resolver_cannot_answer_still_starts_in_seconds(docker_client, box_image, topology, test_volume):
+    """On a network with no upstream resolver (imdt-lan alone: no way out, and nobody to
+    answer Docker Desktop's names), the firewall's lookups of host.docker.internal and
+    gateway.docker.internal are bounded: the walls are up in seconds, not after the
+    resolver's own timeouts."""
+    flags = engine.flags(
+        docker_client, "test", ["sleep", "infinity"], name=boxes.unique("box"), image=box_image,
+        volume=test_volume, network_name="imdt-lan",
+    )  # fmt: skip
+    kwargs = flags.sdk_kwargs()
+    kwargs["labels"] = {**kwargs["labels"], "imd-test": "1"}
+    box = docker_client.containers.create(**kwargs)
+    try:
+        started = time.monotonic()
+        box.start()
+        boxes.wait_walls_up(box, timeout=60)
+        took = time.monotonic() - started
+        # The lookup really has no answer here: it hangs until a bound ends it (124), no
+        # "no such name" (2), so the start above went through the bounded path.
+        code, out = boxes.run(box, ["timeout", "3", "getent", "ahostsv4", "host.docker.internal"])
+        assert code == 124, (code, out)
+        assert took < NO_ANSWER_START, f"the walls took {took:.1f} s on a network whose resolver cannot answer"
+    finally:
+        box.remove(force=True)
 
 
 @pytest.mark.parametrize("proto", ["UDP", "TCP"])

@@ -201,7 +201,7 @@ def own_base(docker_client):
 
         for image_id in [*descendants(base.id), tag]:
             try:
-                docker_client.images.remove(image_id, force=True, noprune=False)
+                docker_client.images.remove(image_id, force=True)
             except docker.errors.ImageNotFound:
                 pass
 

@@ -12,7 +12,6 @@ import time
 
 import pytest
 
-from imdbox import engine
 from imdbox.runflags import CAPABILITIES, HOST_ADDRS_ENV
 from tests.harness import boxes
 from tests.harness.topology import GATEWAY_LISTENER_REPLY
@@ -111,17 +110,9 @@ def test_a_box_whose_resolver_cannot_answer_still_starts_in_seconds(docker_clien
     answer Docker Desktop's names), the firewall's lookups of host.docker.internal and
     gateway.docker.internal are bounded: the walls are up in seconds, not after the
     resolver's own timeouts."""
-    flags = engine.flags(
-        docker_client, "test", ["sleep", "infinity"], name=boxes.unique("box"), image=box_image,
-        volume=test_volume, network_name="imdt-lan",
-    )  # fmt: skip
-    kwargs = flags.sdk_kwargs()
-    kwargs["labels"] = {**kwargs["labels"], "imd-test": "1"}
-    box = docker_client.containers.create(**kwargs)
+    started = time.monotonic()
+    box = boxes.start_walled(docker_client, box_image, topology, volume=test_volume, alone_on="imdt-lan", timeout=60)
     try:
-        started = time.monotonic()
-        box.start()
-        boxes.wait_walls_up(box, timeout=60)
         took = time.monotonic() - started
         # The lookup really has no answer here: it hangs until a bound ends it (124), no
         # "no such name" (2), so the start above went through the bounded path.

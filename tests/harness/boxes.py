@@ -61,21 +61,25 @@ def create_walled(
     command: Sequence[str] = ("sleep", "infinity"),
     mutate: Optional[Callable[[dict], None]] = None,
     name: Optional[str] = None,
+    alone_on: Optional[str] = None,
 ):
     """A box with the worker's exact flags, on the test networks; `mutate` lets a
-    test break one flag (the product has no switch for that)."""
+    test break one flag (the product has no switch for that). `alone_on`: on that one
+    network only, as `box` puts a box on one, and without Docker Desktop's names."""
     flags = engine.flags(
         client, "test", command, name=name or unique("box"), image=image, volume=volume,
-        network_name=topo.network_names[0],
+        network_name=alone_on or topo.network_names[0],
     )  # fmt: skip
     kwargs = flags.sdk_kwargs()
-    kwargs["extra_hosts"] = dict(topo.extra_hosts)  # what Docker Desktop provides
+    if not alone_on:
+        kwargs["extra_hosts"] = dict(topo.extra_hosts)  # what Docker Desktop provides
     kwargs["labels"] = {**kwargs["labels"], "imd-test": "1"}
     if mutate:
         mutate(kwargs)
     container = client.containers.create(**kwargs)
-    with removed_on_error(container):
-        _attach(client, container, topo)
+    if not alone_on:
+        with removed_on_error(container):
+            _attach(client, container, topo)
     return container
 
 

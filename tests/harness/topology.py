@@ -35,6 +35,8 @@ from typing import Optional
 import docker
 from docker.types import IPAMConfig, IPAMPool
 
+from imdbox.check.runner import Targets
+
 PREFIX = "imdt-"
 # The harness's own containers (listeners, the feed, controls, keepers) run the box image
 # for its node and tools, not its entrypoint: its HEALTHCHECK would only fail there, every
@@ -57,6 +59,8 @@ class Target:
     network: str
     ip: str
     ip6: Optional[str] = None
+    # On one more network too: (network, address, the names Docker's resolver answers there).
+    also: Optional[tuple[str, str, tuple[str, ...]]] = None
 
 
 NETS = [
@@ -69,14 +73,21 @@ NETS = [
     Net(PREFIX + "metadata", "169.254.168.0/22", "169.254.168.1"),
 ]
 
-# Docker Desktop answers these names for every box. An --internal network's resolver has
-# no upstream to ask, so without an answer each lookup would hang until the firewall's
-# 2 s bound, twice at every start of every box the `box` command makes.
-MAC_NAMES = ("host.docker.internal", "gateway.docker.internal")
+# Docker Desktop answers these names (the ones box check probes) for every box. An
+# --internal network's resolver has no upstream to ask, so without an answer each lookup
+# would hang until the firewall's 2 s bound, twice at every start of every box the `box`
+# command makes: the "mac" listener answers to them on the internet network too.
+MAC_NAMES = Targets.mac_names
 MAC_ON_INTERNET = "198.51.100.30"
 
 TARGETS = [
-    Target("mac", PREFIX + "mac", "198.51.100.200", "fd00:1d:1::200"),
+    Target(
+        "mac",
+        PREFIX + "mac",
+        "198.51.100.200",
+        "fd00:1d:1::200",
+        also=(PREFIX + "internet", MAC_ON_INTERNET, MAC_NAMES),
+    ),
     Target("internet", PREFIX + "internet", "198.51.100.10"),
     Target("dns", PREFIX + "internet", "198.51.100.53"),
     Target("router", PREFIX + "lan", "192.168.77.10"),
@@ -92,8 +103,6 @@ HOST_LISTENER_PORT = 8099  # on the internet network's gateway: a host address t
 
 def check_targets():
     """`box check`'s network probes aimed at this world's listeners, and nothing else."""
-    from imdbox.check.runner import Targets
-
     t = {target.name: target for target in TARGETS}
     return Targets(
         lan=(t["router"].ip, t["lan10"].ip),
@@ -184,10 +193,9 @@ def _start_listener(client: docker.DockerClient, image: str, target: Target):
         host_config=host_config,
         networking_config=networking,
     )["Id"]
-    if target.name == "mac":  # what Docker Desktop's names resolve to on the internet network too
-        client.api.connect_container_to_network(
-            cid, PREFIX + "internet", ipv4_address=MAC_ON_INTERNET, aliases=list(MAC_NAMES)
-        )
+    if target.also:
+        network, ip, aliases = target.also
+        client.api.connect_container_to_network(cid, network, ipv4_address=ip, aliases=list(aliases))
     client.api.start(cid)
     return client.containers.get(cid)
 

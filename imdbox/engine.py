@@ -304,7 +304,9 @@ def seats(client) -> list[Optional[str]]:
 
 def other_boxes_memory(client) -> int:
     """The memory caps of the other seats' worker boxes that run (or restart) now."""
-    running = client.containers.list(filters={"label": f"{names.LABEL}.role=worker"})
+    # A box removed between the listing and its inspection (another seat's `box remove`) is
+    # no longer there to count: not an error.
+    running = client.containers.list(filters={"label": f"{names.LABEL}.role=worker"}, ignore_removed=True)
     return sum(
         int(c.attrs["HostConfig"].get("Memory") or 0) for c in running if c.name != names.CONTAINER and is_ours(c)
     )

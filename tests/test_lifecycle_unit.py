@@ -101,8 +101,8 @@ class FakeClient:
         self.world.boxes[box.name] = box
         return box
 
-    def _running_workers(self, filters):
-        assert filters == {"label": f"{names.LABEL}.role=worker"}
+    def _running_workers(self, filters, ignore_removed):
+        assert filters == {"label": f"{names.LABEL}.role=worker"} and ignore_removed
         return [b for b in self.world.boxes.values() if b.status == "running"]
 
 

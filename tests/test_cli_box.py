@@ -26,6 +26,7 @@ import pytest
 from imdbox import browser, names
 from tests.fake_worker import daemon_version
 from tests.fake_worker.fixtures import FEED_URL, box_env, copy_of, remove_container, volume_files
+from tests.harness import boxes
 from tests.harness.cli import start_box
 from tests.harness.image import BASE_IMAGE, CA_FILE
 
@@ -456,7 +457,7 @@ def test_remove_unlinks_and_removes_everything(docker_client, fresh, box_image):
     # The tag goes, unless a container of someone else's (here: the feed, or another
     # session's box, when the rebuild matched their image) still runs that image: then
     # box says it kept it, and leaves their container alone.
-    users = [c for c in docker_client.containers.list(all=True) if c.attrs["Image"] == image.id]
+    users = [c for c in boxes.containers(docker_client) if c["ImageID"] == image.id]
     if users and f"kept the image tag {bx.image}" in r.all:
         assert "is using its referenced image" in r.all, r.all
     else:

@@ -1,10 +1,12 @@
 """`box pull` (and `box update` of a pulled image) against a registry on loopback:
-Debian's docker-registry package, serving 127.0.0.1:5000 from a temporary folder."""
+Debian's docker-registry package, serving a free 127.0.0.1 port from a temporary folder
+(the engine trusts plain HTTP to a registry on loopback)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import time
 import urllib.request
@@ -15,13 +17,12 @@ import pytest
 
 from tests.harness.cli import cli_env, run_box
 
-REGISTRY = "127.0.0.1:5000"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
-def _registry_up() -> bool:
+def _registry_up(address: str) -> bool:
     try:
-        with urllib.request.urlopen(f"http://{REGISTRY}/v2/", timeout=2) as r:
+        with urllib.request.urlopen(f"http://{address}/v2/", timeout=2) as r:
             return r.status == 200
     except OSError:
         return False
@@ -29,30 +30,30 @@ def _registry_up() -> bool:
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory):
-    if _registry_up():  # one already serves loopback: use it
-        yield REGISTRY
-        return
     binary = shutil.which("docker-registry")
     if not binary:
         message = "Debian's docker-registry is not installed (apt-get install docker-registry)"
         if IN_CI:
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
+    with socket.socket() as s:  # a free loopback port of ours (a parallel run has one registry per worker)
+        s.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{s.getsockname()[1]}"
     root = tmp_path_factory.mktemp("registry")
     config = root / "config.yml"
     config.write_text(
         "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
-        f"    rootdirectory: {root / 'data'}\n  delete:\n    enabled: true\nhttp:\n  addr: {REGISTRY}\n"
+        f"    rootdirectory: {root / 'data'}\n  delete:\n    enabled: true\nhttp:\n  addr: {address}\n"
     )
     log = (root / "registry.log").open("w")
     proc = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 30
-        while not _registry_up():
+        while not _registry_up(address):
             if proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"docker-registry did not start: {(root / 'registry.log').read_text()}", pytrace=False)
             time.sleep(0.2)
-        yield REGISTRY
+        yield address
     finally:
         proc.terminate()
         proc.wait(timeout=20)

@@ -22,6 +22,7 @@ import pytest
 
 from imdbox import names
 from tests.fake_worker.fixtures import copy_of, volume_files
+from tests.harness import boxes
 from tests.harness.cli import BOX
 from tests.harness.image import BASE_IMAGE, CA_FILE
 from tests.harness.topology import NO_HEALTHCHECK
@@ -137,11 +138,6 @@ def _left_after(find, seconds: float = 20) -> list:
     return left
 
 
-def _boxes_of(client, bx) -> list[str]:
-    """Every container of this test's box names (the box, and any one-off of it)."""
-    return [c.name for c in client.containers.list(all=True) if c.name.startswith(bx.container)]
-
-
 @pytest.mark.parametrize(
     "until, delay",
     [("walls up and verified", 0.0), ("downloading the worker release", 0.2), ("installing the claude CLI", 0.5)],
@@ -152,7 +148,7 @@ def test_ctrl_c_during_setup_leaves_nothing_half_made(docker_client, box_image, 
         took, stderr = _interrupt([*BOX, "setup", "--no-shell"], bx.env(), until, delay)
         assert took < GRACE, f"`box setup` still running {GRACE} s after Ctrl-C"
         assert "Traceback" not in stderr, stderr
-        assert _left_after(lambda: _boxes_of(docker_client, bx)) == [], "a one-off box was left behind"
+        assert _left_after(lambda: boxes.names_from(docker_client, bx.container)) == [], "a one-off box was left behind"
         after = volume_files(docker_client, bx, [SETTINGS, WORKER_PKG])
         assert after == before, "the settings or the installed worker changed half-way"
         r = bx.run("shell", "imd", "help")
@@ -165,12 +161,12 @@ def test_ctrl_c_during_check_leaves_no_check_box(docker_client, box_image, topol
     try:
 
         def check_box_running() -> bool:
-            found = docker_client.containers.list(filters={"volume": env["IMD_BOX_VOLUME"]})
-            return any(c.status == "running" for c in found)
+            found = boxes.containers(docker_client, volume=env["IMD_BOX_VOLUME"])
+            return any(c["State"] == "running" for c in found)
 
         took, stderr = _interrupt([*BOX, "check", "--url", topology.url("internet")], env, check_box_running, 0.3)
         assert took < GRACE and "Traceback" not in stderr, stderr
-        left = _left_after(lambda: docker_client.containers.list(all=True, filters={"volume": env["IMD_BOX_VOLUME"]}))
+        left = _left_after(lambda: boxes.containers(docker_client, volume=env["IMD_BOX_VOLUME"]))
         assert left == [], f"the check box was left behind: {left}"
     finally:
         for c in docker_client.containers.list(all=True, filters={"volume": env["IMD_BOX_VOLUME"]}):
@@ -208,12 +204,12 @@ def own_base(docker_client):
 
 def test_ctrl_c_during_a_build_stops_it_and_leaves_no_build_container(docker_client, box_image, own_base):
     tag = f"imdt-ctrlc:{uuid.uuid4().hex[:8]}"
-    before = {c.id for c in docker_client.containers.list(all=True)}
     argv = [*BOX, "build", "--base-image", own_base, "--ca-cert", CA_FILE]
     took, stderr = _interrupt(argv, {"IMD_BOX_IMAGE": tag}, "apt-get update", 3.0)
     assert took < GRACE and "Traceback" not in stderr, stderr
-    # The engine stops the step and removes its container.
-    left = _left_after(lambda: {c.id for c in docker_client.containers.list(all=True)} - before, 30)
+    # The engine stops the step and removes its container. A build's step containers run
+    # layers on its base: on this test's own base, they are this build's.
+    left = _left_after(lambda: boxes.containers(docker_client, ancestor=own_base), 30)
     assert not left, "a build container was left behind"
     with pytest.raises(docker.errors.ImageNotFound):
         docker_client.images.get(tag)

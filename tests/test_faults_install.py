@@ -28,6 +28,7 @@ import pytest
 
 from imdbox import names
 from tests.fake_worker.fixtures import FEED_URL, box_env, copy_of, pair, remove_container
+from tests.harness import boxes
 from tests.harness.image import BASE_IMAGE, CA_FILE
 from tests.harness.keep import kept_files
 from tests.harness.topology import NO_HEALTHCHECK
@@ -112,7 +113,7 @@ def _staging_left(client, env) -> list[str]:
 
 def _oneoffs(client, env) -> list[str]:
     """One-off boxes of this env (the worker's own box aside)."""
-    return [c.name for c in client.containers.list(all=True) if c.name.startswith(env.container + "-")]
+    return boxes.names_from(client, env.container + "-")
 
 
 def _our_networks(client) -> set[str]:
@@ -364,7 +365,6 @@ def test_ctrl_c_during_pull_leaves_nothing(docker_client, held_image):
     tag = uuid.uuid4().hex[:8]
     local = f"imdt-pulled:{tag}"
     env = {"IMD_BOX_IMAGE": local, "IMD_BOX_CONTAINER": f"imdt-box-{tag}", "IMD_BOX_VOLUME": f"imdt-home-{tag}"}
-    containers = {c.id for c in docker_client.containers.list(all=True)}
     networks = _our_networks(docker_client)
     took, stderr = _interrupt([*BOX, "pull", "--image", through], env, proxy.holding.is_set, 0.0)
     assert took < GRACE, f"`box pull` still running {GRACE} s after Ctrl-C"
@@ -373,5 +373,7 @@ def test_ctrl_c_during_pull_leaves_nothing(docker_client, held_image):
     for ref in (through, local):
         with pytest.raises(docker.errors.ImageNotFound):
             docker_client.images.get(ref)
-    assert {c.id for c in docker_client.containers.list(all=True)} == containers
+    # No container of this env's names (every one box makes carries them), none of either image.
+    assert boxes.names_from(docker_client, env["IMD_BOX_CONTAINER"]) == []
+    assert [c["Names"] for c in boxes.containers(docker_client) if c["Image"] in (through, local)] == []
     assert _our_networks(docker_client) == networks

@@ -32,6 +32,19 @@ def unique(prefix: str) -> str:
     return f"{PREFIX}{prefix}-{uuid.uuid4().hex[:8]}"
 
 
+def containers(client: docker.DockerClient, **filters) -> list[dict]:
+    """The engine's containers (`filters` as `docker ps --filter`), from one listing and no
+    inspection: other tests' containers come and go meanwhile (in a parallel run), and one
+    removed between a listing and its inspection would fail the test that only looked."""
+    return client.api.containers(all=True, filters=filters or None)
+
+
+def names_from(client: docker.DockerClient, prefix: str) -> list[str]:
+    """The containers whose name starts with `prefix` (a box's name: the box and its one-offs)."""
+    found = (n.lstrip("/") for c in containers(client, name=prefix) for n in c["Names"])
+    return sorted(n for n in found if n.startswith(prefix))
+
+
 @contextlib.contextmanager
 def volume(client: docker.DockerClient, prefix: str = "home", **create) -> Iterator[str]:
     """A fresh volume standing in for imd-worker-home (never the user's own); on the way

@@ -46,10 +46,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench.report import GB, MB, Row, layer_step, machine, table  # noqa: E402
 from tests.harness.cli import cli_env, run_box, start_box  # noqa: E402
+from tests.harness.machine import LOCK_PATH  # noqa: E402  (the test topology: one per machine, under the tests' lock)
 
 PREFIX = "imdbench-"
-# The test topology has fixed subnets: one per machine, taken under the lock the tests use.
-TOPOLOGY_LOCK = "/tmp/imdt-topology.lock"
 
 # The goals the README states (seconds, or bytes for the image).
 GOALS = {
@@ -260,7 +259,7 @@ class Bench:
         self.client.volumes.create(volume, labels={"imd-bench": "1"})
         targets = topo_mod.check_targets()
         try:
-            with open(TOPOLOGY_LOCK, "w") as lock:
+            with open(LOCK_PATH, "w") as lock:
                 log("waiting for the test topology lock (a test run may hold it)")
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 topo = topo_mod.build(self.client, self.image)

@@ -2,132 +2,234 @@
 
 Under CI=true a missing Docker engine fails the run; elsewhere the tests that
 need it skip with the reason.
+
+A run's engine, image, topology and feed are its world (`_World`): made on first use,
+ended with the run. With `-n N` (pytest-xdist) the controller makes the whole world before
+its workers start, and each worker attaches to it: the workers' tests run side by side in
+one world, and the one leak sweep comes after all of them.
 """
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
 import os
-import warnings
+import tempfile
+from pathlib import Path
+from typing import Optional
 
 import pytest
 
 from tests.harness import topology as topo_mod
 from tests.harness.image import build_test_image
+from tests.harness.machine import Machine
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
-LOCK_PATH = "/tmp/imdt-topology.lock"
 ENGINE_RESTART = "engine_restart"
+WORLD = pytest.StashKey["_World"]()
+GIVEN = pytest.StashKey[dict]()  # a parallel run's world, as its workers are given it
 
 
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
         f"{ENGINE_RESTART}: restarts the Docker engine (as a Mac reboot would); runs after every other test "
-        "of the session, so no other test is disturbed",
+        "of the session, so no other test is disturbed, and never in a parallel run (-n), where others "
+        f"would be: run them alone with -m {ENGINE_RESTART} (scripts/test does)",
     )
 
 
 def pytest_collection_modifyitems(config, items):
     """Tests that restart the engine go last (in the order they were collected): only the
-    session's teardown and its leak sweep come after them."""
+    session's teardown and its leak sweep come after them. A parallel run's workers leave
+    them out."""
     last = [item for item in items if item.get_closest_marker(ENGINE_RESTART)]
-    if last:
+    if last and _is_worker(config):
+        config.hook.pytest_deselected(items=last)
+        items[:] = [item for item in items if item not in last]
+    elif last:
         items[:] = [item for item in items if not item.get_closest_marker(ENGINE_RESTART)] + last
 
 
-@pytest.fixture(scope="session")
-def docker_client():
-    import docker
+class _Unusable(Exception):
+    """The world cannot be made: the tests that need it skip (or, under CI, fail) with this."""
 
-    try:
-        client = docker.from_env(timeout=300)
-        client.ping()
-    except Exception as exc:  # any failure to reach the engine
-        message = f"the Docker engine is not reachable: {exc}"
-        if IN_CI:
-            pytest.fail(message + " (CI=true: Docker is required, not optional)", pytrace=False)
-        pytest.skip(message)
-    # One test session at a time uses this machine's engine: the topology's subnets
-    # are fixed, and the sweep below must never see another session's boxes.
-    with open(LOCK_PATH, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        # Holding the lock, no other session runs: whatever test-made thing is there now
-        # was left by a session killed before its teardown (SIGKILL, a machine stopped
-        # mid-run). Not this session's leak: removed and named, so the sweep at the end
-        # measures only what this session made.
-        stale = _sweep(client, tags=True)
-        if stale:  # in the run's warnings summary
-            warnings.warn("removed what a killed test session left: " + ", ".join(stale), stacklevel=1)
+    def __init__(self, message: str, fail: bool):
+        super().__init__(message)
+        self.fail = fail
+
+    def act(self):
+        if self.fail:
+            pytest.fail(str(self), pytrace=False)
+        pytest.skip(str(self))
+
+
+class _World:
+    """What a run's tests share. `given` is what a parallel run's controller made (a
+    worker's world only attaches to it)."""
+
+    def __init__(self, given: Optional[dict] = None):
+        self.given = given
+        self.machine: Optional[Machine] = None  # the engine, held: not in a worker
+        self.leaked: list[str] = []
+        self._stack = contextlib.ExitStack()
+        self._made: dict[str, object] = {}
+        self._unusable: Optional[_Unusable] = None
+
+    def _once(self, what: str, make):
+        """`make()` the first time, its result after; a step that failed fails the same way again."""
+        if self._unusable:
+            raise self._unusable
+        if what not in self._made:
+            try:
+                self._made[what] = make()
+            except _Unusable as exc:
+                self._unusable = exc
+                raise
+        return self._made[what]
+
+    def client(self):
+        def connect():
+            import docker
+
+            if self.given and self.given.get("unusable"):
+                raise _Unusable(*self.given["unusable"])
+            try:
+                client = docker.from_env(timeout=300)
+                client.ping()
+            except Exception as exc:  # any failure to reach the engine
+                message = f"the Docker engine is not reachable: {exc}"
+                if IN_CI:
+                    message += " (CI=true: Docker is required, not optional)"
+                raise _Unusable(message, fail=IN_CI) from None
+            self._stack.callback(client.close)
+            if self.given is None:
+                self.machine = self._stack.enter_context(Machine(client))
+                # Unwound after all that is made later (the feed, the topology): the sweep
+                # comes after every fixture that needs the engine is torn down, and
+                # whatever test-made thing is left then was leaked.
+                self._stack.callback(lambda: self.leaked.extend(self.machine.sweep()))
+            return client
+
+        return self._once("client", connect)
+
+    def image(self) -> str:
+        def build() -> str:
+            if self.given:
+                return self.given["image"]
+            log = Path(tempfile.mkdtemp(prefix="imdt-build-")) / "build.log"
+            try:
+                return build_test_image(self.client(), log)
+            except Exception as exc:
+                tail = log.read_text()[-4000:] if log.exists() else ""
+                raise _Unusable(f"could not build the box image: {exc}\n{tail}", fail=True) from None
+
+        return self._once("image", build)
+
+    def topology(self) -> topo_mod.Topology:
+        def make():
+            client = self.client()
+            if self.given:
+                return topo_mod.attach(client)
+            topo = topo_mod.build(client, self.image())
+            self._stack.callback(topo_mod.teardown, client, topo)
+            return topo
+
+        return self._once("topology", make)
+
+    def feed(self) -> str:
+        """The fake worker's release feed on the test internet (tests/fake_worker)."""
+        from tests.fake_worker.fixtures import FEED_URL, start_feed
+
+        def start():
+            self.topology()
+            if not self.given:
+                container = start_feed(self.client(), self.image())
+                self._stack.callback(container.remove, force=True)
+            return FEED_URL
+
+        return self._once("feed", start)
+
+    def make_all(self) -> dict:
+        """Everything, now (a parallel run's controller): what its workers are given."""
         try:
-            yield client
-            leaked = _sweep(client)  # after every fixture that needs the engine is torn down
-            assert not leaked, "tests left these behind (now removed): " + ", ".join(leaked)
-        finally:
-            client.close()
+            self.feed()
+        except _Unusable as exc:
+            return {"unusable": (str(exc), exc.fail)}
+        return {"image": self.image()}
+
+    def end(self) -> None:
+        """Everything this world made goes, in the reverse order it was made."""
+        self._stack.close()
 
 
-def _sweep(client, tags: bool = False) -> list[str]:
-    """Every container, volume and network a test made is gone by now (each fixture
-    removes its own): whatever is left was leaked. Remove it, and name it. With `tags`,
-    the test-only image tags too (a killed session's; a tag holds no engine resource
-    of its own, so the end-of-session measure leaves them out)."""
-    leaked = []
+def _is_worker(config) -> bool:
+    return hasattr(config, "workerinput")
 
-    def made_here(obj) -> bool:  # the harness's label, or a test-only name (the `box` runs)
-        labels = obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {}
-        return "imd-test" in labels or obj.name.startswith(topo_mod.PREFIX)
 
-    for c in client.containers.list(all=True):
-        if made_here(c):
-            leaked.append(f"container {c.name}")
-            c.remove(force=True)
-    for v in client.volumes.list():
-        if made_here(v):
-            leaked.append(f"volume {v.name}")
-            v.remove(force=True)
-    for n in client.networks.list():
-        if made_here(n):
-            leaked.append(f"network {n.name}")
-            n.remove()
-    for image in client.images.list() if tags else []:
-        for tag in image.tags:
-            if tag.startswith(topo_mod.PREFIX):  # box_env's and the like: untag even if in use
-                leaked.append(f"image tag {tag}")
-                client.images.remove(tag, force=True)
-    return leaked
+def _is_controller(config) -> bool:
+    return config.pluginmanager.hasplugin("dsession")  # pytest-xdist's, under -n
+
+
+def pytest_sessionstart(session):
+    config = session.config
+    world = _World(config.workerinput.get("imdt_world") if _is_worker(config) else None)
+    config.stash[WORLD] = world
+    if _is_controller(config):
+        config.stash[GIVEN] = world.make_all()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):  # pytest-xdist: what each worker starts with
+    node.workerinput["imdt_world"] = node.config.stash[GIVEN]
+
+
+def pytest_sessionfinish(session):
+    world = session.config.stash.get(WORLD, None)
+    if world is None:
+        return
+    world.end()
+    if world.leaked:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    world = config.stash.get(WORLD, None)
+    if world is None:
+        return
+    write = terminalreporter.write_line
+    if world.machine and world.machine.stale:
+        write("removed what a killed test run left: " + ", ".join(world.machine.stale), yellow=True)
+    if world.leaked:
+        write("FAILED: tests left these behind (now removed): " + ", ".join(world.leaked), red=True, bold=True)
+    if _is_controller(config):
+        write(f"tests marked {ENGINE_RESTART} do not run with -n: run them alone with -m {ENGINE_RESTART}")
+
+
+def _from_world(request, what: str):
+    try:
+        return getattr(request.config.stash[WORLD], what)()
+    except _Unusable as exc:
+        exc.act()
 
 
 @pytest.fixture(scope="session")
-def box_image(docker_client, tmp_path_factory):
-    log = tmp_path_factory.mktemp("build") / "build.log"
-    try:
-        return build_test_image(docker_client, log)
-    except Exception as exc:
-        tail = log.read_text()[-4000:] if log.exists() else ""
-        pytest.fail(f"could not build the box image: {exc}\n{tail}", pytrace=False)
+def docker_client(request):
+    return _from_world(request, "client")
 
 
 @pytest.fixture(scope="session")
-def topology(docker_client, box_image):
-    # Fixed subnets: one topology per machine (docker_client holds the machine's lock).
-    topo = topo_mod.build(docker_client, box_image)
-    try:
-        yield topo
-    finally:
-        topo_mod.teardown(docker_client, topo)
+def box_image(request):
+    return _from_world(request, "image")
 
 
 @pytest.fixture(scope="session")
-def feed(docker_client, topology, box_image):
-    """The fake worker's release feed on the test internet (tests/fake_worker)."""
-    from tests.fake_worker.fixtures import FEED_URL, start_feed
+def topology(request):
+    return _from_world(request, "topology")
 
-    container = start_feed(docker_client, box_image)
-    try:
-        yield FEED_URL
-    finally:
-        container.remove(force=True)
+
+@pytest.fixture(scope="session")
+def feed(request):
+    return _from_world(request, "feed")
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,8 @@ from imdbox.check.runner import CLAUDE_SETTINGS
 from tests.harness import boxes
 from tests.test_check import patched_image
 
-pytestmark = pytest.mark.usefixtures("box_image")
+# In a parallel run (-n) one worker runs this module's tests: the real npm installs are one module fixture.
+pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group("agent_clis")]
 
 RUNTIMES = ["claude", "codex", "grok"]
 INSTALL_SECONDS = 1800  # a cold npm cache, three CLIs (Claude Code's native binary alone is ~400 MB)

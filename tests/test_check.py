@@ -30,7 +30,8 @@ from imdbox.runflags import HOST_ADDRS_ENV
 from tests.harness import boxes
 from tests.harness import topology as topology_mod
 
-pytestmark = pytest.mark.usefixtures("box_image")
+# In a parallel run (-n) one worker runs this module's tests: its walled boxes and controls are module fixtures.
+pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group("check")]
 
 ROOT = names.REPO_ROOT
 FIREWALL = "/usr/local/lib/imd-box/firewall/init-firewall.sh"

@@ -24,7 +24,8 @@ from imdbox.engine import AS_IMD
 from imdbox.names import REPO_ROOT
 from tests.harness import boxes
 
-pytestmark = pytest.mark.usefixtures("box_image")
+# In a parallel run (-n) one worker runs this module's tests: its installs and boxes are module fixtures.
+pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group("claude_sandbox")]
 
 MANAGED = json.loads((REPO_ROOT / "image" / "claude-code" / "managed-settings.json").read_text())
 HOME = "/home/imd"

@@ -16,6 +16,9 @@ from imdbox.runflags import CAPABILITIES, HOST_ADDRS_ENV
 from tests.harness import boxes
 from tests.harness.topology import GATEWAY_LISTENER_REPLY
 
+# In a parallel run (-n) one worker runs this module's tests: its walled box and controls are module fixtures.
+pytestmark = pytest.mark.xdist_group("image_walls")
+
 MARKER = "worker-command-ran"
 
 

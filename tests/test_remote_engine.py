@@ -32,6 +32,9 @@ from tests.conftest import IN_CI
 from tests.fake_worker.fixtures import box_env, pair
 from tests.harness.topology import check_targets
 
+# In a parallel run (-n) one worker runs this module's tests: its sshd and forwarder are module fixtures.
+pytestmark = pytest.mark.xdist_group("remote_engine")
+
 LOCAL_SOCKET = "/var/run/docker.sock"
 
 

@@ -214,16 +214,28 @@ def _wait_listening(container, timeout: float = 20.0) -> None:
     raise RuntimeError(f"listener {container.name} did not start")
 
 
-def build(client: docker.DockerClient, image: str) -> Topology:
-    _remove_leftovers(client)
-    for net in NETS:
-        _create_network(client, net)
-    topo = Topology(
+def _world() -> Topology:
+    return Topology(
         nets=list(NETS),
         targets={t.name: t for t in TARGETS},
         gateway_ip=NETS[0].gateway,
         extra_hosts=dict.fromkeys(MAC_NAMES, TARGETS[0].ip),
     )
+
+
+def attach(client: docker.DockerClient) -> Topology:
+    """The topology another process of this run built (a parallel run's workers): the
+    same world, its listeners looked up; its teardown is the builder's."""
+    topo = _world()
+    topo.containers = [client.containers.get(f"{PREFIX}listener-{t.name}") for t in TARGETS]
+    return topo
+
+
+def build(client: docker.DockerClient, image: str) -> Topology:
+    _remove_leftovers(client)
+    for net in NETS:
+        _create_network(client, net)
+    topo = _world()
     topo.containers = [_start_listener(client, image, t) for t in TARGETS]
     for c in topo.containers:
         _wait_listening(c)

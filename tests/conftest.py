@@ -243,6 +243,18 @@ def set_up(docker_client, box_image, feed):
         yield env
 
 
+@pytest.fixture(scope="session")
+def registry(tmp_path_factory):
+    """A loopback registry of this process's (tests/harness/registry.py): its host:port."""
+    from tests.harness.registry import loopback_registry
+
+    try:
+        with loopback_registry(tmp_path_factory.mktemp("registry")) as address:
+            yield address
+    except FileNotFoundError as exc:
+        _Unusable(str(exc), fail=IN_CI).act()
+
+
 @pytest.fixture
 def test_volume(docker_client):
     from tests.harness.boxes import volume

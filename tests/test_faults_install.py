@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import http.server
 import io
-import os
 import tarfile
 import threading
 import urllib.error
@@ -31,8 +30,8 @@ from tests.fake_worker.fixtures import FEED_URL, box_env, copy_of, pair, remove_
 from tests.harness import boxes
 from tests.harness.image import BASE_IMAGE, CA_FILE
 from tests.harness.keep import kept_files
+from tests.harness.registry import push_tiny
 from tests.harness.topology import NO_HEALTHCHECK
-from tests.test_cli_pull import registry  # noqa: F401  (the loopback registry fixture)
 from tests.test_ctrl_c import BOX, GRACE, _interrupt, _left_after
 
 PKG = "/home/imd/.npm-global/lib/node_modules/@identitymd/worker"
@@ -324,18 +323,8 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
         self._relay(False)
 
 
-def _tiny_image(client, repo: str, tag: str) -> None:
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w") as tar:
-        data = os.urandom(4096)
-        info = tarfile.TarInfo("imdt-blob")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    client.api.import_image_from_data(raw.getvalue(), repository=repo, tag=tag)
-
-
 @pytest.fixture
-def held_image(docker_client, registry):  # noqa: F811
+def held_image(docker_client, registry):
     """A tiny image in the loopback registry, and its reference through a proxy that
     holds its layer downloads open: (reference, proxy)."""
     tag = uuid.uuid4().hex[:8]
@@ -344,10 +333,7 @@ def held_image(docker_client, registry):  # noqa: F811
     threading.Thread(target=proxy.serve_forever, daemon=True).start()
     through = f"127.0.0.1:{proxy.server_address[1]}/imdt-tiny:{tag}"
     try:
-        _tiny_image(docker_client, pushed, tag)
-        for event in docker_client.api.push(pushed, tag=tag, stream=True, decode=True):
-            assert "error" not in event, event
-        docker_client.images.remove(f"{pushed}:{tag}")
+        push_tiny(docker_client, pushed, tag)
         yield through, proxy
     finally:
         proxy.release.set()

@@ -8,11 +8,12 @@ import json
 import shutil
 import socket
 import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
 
-from imdbox import cli, engine
+from imdbox import cli, engine, names
 from imdbox.errors import BoxError
 
 
@@ -132,3 +133,17 @@ def test_a_context_is_read_once_per_command(docker_config, monkeypatch):
     result = CliRunner().invoke(cli.app, ["status"])
     assert result.exit_code == 1 and "context far" in result.stderr, result.output
     assert reads == ["far"]
+
+
+def test_a_box_command_never_loads_paramiko_and_it_still_loads_when_read():
+    """imdbox/__init__.py: paramiko waits until something reads from it (box never does;
+    the ssh:// engine itself is in test_remote_engine.py)."""
+    probe = (
+        "import sys, imdbox.cli, imdbox.lifecycle, docker\n"
+        "print('paramiko.transport' in sys.modules)\n"
+        "import paramiko\n"
+        "print(paramiko.RejectPolicy.__name__, 'paramiko.transport' in sys.modules)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=names.REPO_ROOT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["False", "RejectPolicy True"]

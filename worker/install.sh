@@ -94,8 +94,13 @@ npm_global() { npm "$@" --global --loglevel=error --no-progress; }
 # exchanged with the installed one in one rename (renameat2 RENAME_EXCHANGE),
 # and each of its bin links is replaced by a rename. Until that moment the
 # installed package is untouched.
+# Where npm keeps a global package: a folder is all that says it is installed (asking
+# `npm ls` costs a node start, and calls a broken install not installed).
+package_dir() { echo "$NPM_CONFIG_PREFIX/lib/node_modules/$1"; }
+
 npm_swap() { # <package name> <spec>
-  local name=$1 spec=$2 live="$NPM_CONFIG_PREFIX/lib/node_modules/$1" link bin
+  local name=$1 spec=$2 live link bin
+  live=$(package_dir "$1")
   bg npm install --global --prefix "$stage/prefix" --loglevel=error --no-progress "$spec" || return 1
   [ -d "$stage/prefix/lib/node_modules/$name" ] || { echo "the package is not $name" >&2; return 1; }
   mkdir -p "$(dirname "$live")" "$NPM_CONFIG_PREFIX/bin"
@@ -154,9 +159,9 @@ install_worker() {
   cleanup
   # The worker has no --version: line 1 of its help names it,
   # `imd — IdentityMD contributor daemon (v<daemonVersion>)`, as build.json does.
-  local help version
-  help=$(imd help 2>&1 || true)
-  version=$(sed -n '1s/.*(v\([^()]*\))$/\1/p' <<<"$help")
+  local version
+  worker_help=$(imd help 2>&1 || true) # offer_browser reads it too
+  version=$(sed -n '1s/.*(v\([^()]*\))$/\1/p' <<<"$worker_help")
   say "worker installed: ${version:-?} (the release's build.json: daemonVersion $(build_field daemonVersion "$state/worker-build.json"), sourceCommit $(build_field sourceCommit "$state/worker-build.json"))"
 }
 
@@ -178,7 +183,7 @@ install_agents() {
       new_stage
       npm_swap "$pkg" "$(spec_of "$known")" || die "npm could not install $(spec_of "$known") (the installed $known CLI, if any, is unchanged)"
       cleanup
-    elif npm ls --global --depth=0 "$pkg" >/dev/null 2>&1; then
+    elif [ -d "$(package_dir "$pkg")" ]; then
       say "removing the $known CLI ($pkg): $known is no longer a runtime"
       npm_global uninstall "$pkg" || die "npm could not remove $pkg"
     fi
@@ -186,13 +191,13 @@ install_agents() {
 }
 
 # The worker offers a tool (a stdio MCP server) when its probe, the command with
-# --version, exits 0 within 5 s. The same id again replaces the entry.
+# --version, exits 0 within 5 s. The same id again replaces the entry. The help it
+# reads is the one install_worker has just read.
 offer_browser() {
   [ -n "${IMD_BOX_BROWSER_MCP:-}" ] || return 0
-  local help method
+  local method
   local -a enable=()
-  help=$(imd help 2>&1 || true)
-  if ! grep -qF 'imd tools add <id> --command' <<<"$help"; then
+  if ! grep -qF 'imd tools add <id> --command' <<<"$worker_help"; then
     say "browser: this worker has no 'imd tools add <id> --command', so the box's browser is not offered to it (a newer worker has it)"
     return 0
   fi

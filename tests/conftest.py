@@ -205,31 +205,23 @@ def pytest_terminal_summary(terminalreporter, config):
         write(f"tests marked {ENGINE_RESTART} do not run with -n: run them alone with -m {ENGINE_RESTART}")
 
 
-def _from_world(request, what: str):
-    try:
-        return getattr(request.config.stash[WORLD], what)()
-    except _Unusable as exc:
-        exc.act()
+def _from_world(name: str, what: str):
+    """The session fixture `name`: the world's `what` (made on first use), or the reason
+    there is none."""
+
+    def fixture(request):
+        try:
+            return getattr(request.config.stash[WORLD], what)()
+        except _Unusable as exc:
+            exc.act()
+
+    return pytest.fixture(scope="session", name=name)(fixture)
 
 
-@pytest.fixture(scope="session")
-def docker_client(request):
-    return _from_world(request, "client")
-
-
-@pytest.fixture(scope="session")
-def box_image(request):
-    return _from_world(request, "image")
-
-
-@pytest.fixture(scope="session")
-def topology(request):
-    return _from_world(request, "topology")
-
-
-@pytest.fixture(scope="session")
-def feed(request):
-    return _from_world(request, "feed")
+docker_client = _from_world("docker_client", "client")
+box_image = _from_world("box_image", "image")
+topology = _from_world("topology", "topology")
+feed = _from_world("feed", "feed")
 
 
 @pytest.fixture(scope="session")

@@ -155,6 +155,8 @@ class _World:
             self.feed()
         except _Unusable as exc:
             return {"unusable": (str(exc), exc.fail)}
+        except Exception as exc:  # a listener that died, say: every test that needs the world fails with it
+            return {"unusable": (f"could not make the test world: {exc}", True)}
         return {"image": self.image()}
 
     def end(self) -> None:

@@ -359,7 +359,7 @@ def test_ctrl_c_during_pull_leaves_nothing(docker_client, held_image):
     for ref in (through, local):
         with pytest.raises(docker.errors.ImageNotFound):
             docker_client.images.get(ref)
-    # No container of this env's names (every one box makes carries them), none of either image.
+    # No container named after this env (box names every container it makes so), none of either image.
     assert boxes.names_from(docker_client, env["IMD_BOX_CONTAINER"]) == []
     assert [c["Names"] for c in boxes.containers(docker_client) if c["Image"] in (through, local)] == []
     assert _our_networks(docker_client) == networks

@@ -90,14 +90,14 @@ chmod 700 "$IDENTITYMD_HOME" "$state"
 rm -rf "$state"/.staging.* "$state"/settings.env.tmp # left by a run that was killed
 npm_global() { npm "$@" --global --loglevel=error --no-progress; }
 
-# npm installs <spec> into the staging prefix; the package's folder is then
-# exchanged with the installed one in one rename (renameat2 RENAME_EXCHANGE),
-# and each of its bin links is replaced by a rename. Until that moment the
-# installed package is untouched.
 # Where npm keeps a global package: a folder is all that says it is installed (asking
 # `npm ls` costs a node start, and calls a broken install not installed).
 package_dir() { echo "$NPM_CONFIG_PREFIX/lib/node_modules/$1"; }
 
+# npm installs <spec> into the staging prefix; the package's folder is then
+# exchanged with the installed one in one rename (renameat2 RENAME_EXCHANGE),
+# and each of its bin links is replaced by a rename. Until that moment the
+# installed package is untouched.
 npm_swap() { # <package name> <spec>
   local name=$1 spec=$2 live link bin
   live=$(package_dir "$1")

@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 import docker
 import docker.errors
 
-from . import hostaddrs, names
+from . import hostaddrs, layout, names
 from .errors import BoxError
 from .runflags import STOP_TIMEOUT, SYSTEM_PATH, EngineLimits, RunFlags, image_reader_kwargs
 from .throwaway import throwaway
@@ -26,11 +26,10 @@ from .throwaway import throwaway
 WALLS_UP = b"walls up and verified"
 # Run a command in the running box exactly as the entrypoint runs the worker
 # (worker/as-imd: as `imd`, every capability gone, no_new_privs, private umask).
-AS_IMD = ["/usr/local/lib/imd-box/worker/as-imd"]
+AS_IMD = [layout.AS_IMD]
 IMD_PATH = f"{names.HOME}/.npm-global/bin/imd"
 # The worker's config (its device key, and its pairing once paired); IDENTITYMD_HOME in the image.
 WORKER_CONFIG_PATH = f"{names.HOME}/.identitymd/config.json"
-INSTALL_SH = "/usr/local/lib/imd-box/worker/install.sh"
 FORBIDDEN_NETWORKS = ("host", "none")
 
 

@@ -16,7 +16,7 @@ from typing import Optional
 
 import docker.errors
 
-from . import engine, names, ui, worker
+from . import engine, layout, names, ui, worker
 from . import settings as settings_mod
 from .errors import BoxError
 from .runflags import STOP_TIMEOUT
@@ -63,7 +63,7 @@ def run_install(client, mode: str, env: dict[str, str], grok_key: Optional[str] 
     if grok_key:
         env = {**env, "IMD_BOX_GROK_KEY_FILE": GROK_KEY_STAGE}
         files = engine.file_tar(GROK_KEY_NAME, grok_key.encode() + b"\n", names.UID)
-    flags = engine.flags(client, "setup", [engine.INSTALL_SH, mode], environment=env)
+    flags = engine.flags(client, "setup", [layout.INSTALL_SH, mode], environment=env)
     code, out = engine.run_oneoff(client, flags, on_line=_print_box_line, files=files)
     if code != 0:
         if any(mark in out for mark in _VOLUME_FULL):

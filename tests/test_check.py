@@ -22,7 +22,7 @@ from typing import Optional
 
 import pytest
 
-from imdbox import names
+from imdbox import layout, names
 from imdbox.check.report import Report
 from imdbox.check.runner import run_check
 from imdbox.check.walls import WALLS
@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group("che
 ROOT = names.REPO_ROOT
 FIREWALL = "/usr/local/lib/imd-box/firewall/init-firewall.sh"
 ENTRYPOINT = "/usr/local/bin/entrypoint.sh"
-AS_IMD = "/usr/local/lib/imd-box/worker/as-imd"
+AS_IMD = layout.AS_IMD
 BROWSER_DIR = "/usr/local/lib/imd-box/browser"
 REJECT = "-j REJECT --reject-with icmp-admin-prohibited"
 ALL = {w.id for w in WALLS}

@@ -15,7 +15,7 @@ import docker.errors
 import pytest
 from typer.testing import CliRunner
 
-from imdbox import cli, engine, hostaddrs, images, lifecycle, names, runflags, settings, worker
+from imdbox import cli, engine, hostaddrs, images, layout, lifecycle, names, runflags, settings, worker
 from tests.test_cli_unit import REAL_HELP
 
 SETTINGS = settings.PATH
@@ -301,7 +301,7 @@ def test_stop(world):
 
 # ------------------------------------------------------------------ update
 def agents_install(role, command, env):
-    assert role == "setup" and command == [engine.INSTALL_SH, "agents"]
+    assert role == "setup" and command == [layout.INSTALL_SH, "agents"]
     assert env["IMD_BOX_RUNTIMES"] == "claude" and env["IMD_BOX_CONCURRENCY"] == "2"
     return 0, "agents refreshed"
 
@@ -317,7 +317,7 @@ def test_update_of_a_running_box_rebuilds_then_brings_it_back(world):
         "write resume-after-update=1",  # noted before the stop: a cut after it is resumed
         "stop",
         "remove",
-        f"oneoff setup {engine.INSTALL_SH} agents",
+        f"oneoff setup {layout.INSTALL_SH} agents",
         "create",
         "start",
         "write resume-after-update=0",
@@ -362,7 +362,7 @@ def test_update_before_setup_only_rebuilds(world):
 def worker_and_install(role, command, env):
     if command == ["imd", "help"]:
         return 0, REAL_HELP
-    assert command == [engine.INSTALL_SH, "agents"] and env["IMD_BOX_RUNTIMES"] == "codex"
+    assert command == [layout.INSTALL_SH, "agents"] and env["IMD_BOX_RUNTIMES"] == "codex"
     return 0, ""
 
 
@@ -374,7 +374,7 @@ def test_runtime_change_restarts_a_running_worker(world):
     assert result.exit_code == 0, result.output
     assert world.log == [
         "oneoff status imd help",
-        f"oneoff setup {engine.INSTALL_SH} agents",
+        f"oneoff setup {layout.INSTALL_SH} agents",
         "stop",
         "remove",
         "create",

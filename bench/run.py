@@ -45,8 +45,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.report import GB, MB, Row, layer_step, machine, table  # noqa: E402
+from tests.harness import machine as test_machine  # noqa: E402  (the test topology: one per machine, under the tests' lock)
 from tests.harness.cli import cli_env, run_box, start_box  # noqa: E402
-from tests.harness.machine import LOCK_PATH  # noqa: E402  (the test topology: one per machine, under the tests' lock)
 
 PREFIX = "imdbench-"
 
@@ -249,8 +249,6 @@ class Bench:
         self.rows.append(row)
 
     def _check_harness(self, label: str) -> None:
-        import fcntl
-
         from imdbox.check.runner import run_check
         from tests.harness import topology as topo_mod
 
@@ -259,9 +257,8 @@ class Bench:
         self.client.volumes.create(volume, labels={"imd-bench": "1"})
         targets = topo_mod.check_targets()
         try:
-            with open(LOCK_PATH, "w") as lock:
-                log("waiting for the test topology lock (a test run may hold it)")
-                fcntl.flock(lock, fcntl.LOCK_EX)
+            log("waiting for the test topology lock (a test run may hold it)")
+            with test_machine.held():
                 topo = topo_mod.build(self.client, self.image)
                 try:
                     fails: set[str] = set()

@@ -9,7 +9,9 @@ the sweep of what test runs make.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+from collections.abc import Iterator
 
 import docker
 
@@ -20,15 +22,22 @@ from .topology import PREFIX
 LOCK_PATH = "/tmp/imdt-topology.lock"
 
 
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """The lock, for as long as the block runs: waits while another run holds it."""
+    with open(LOCK_PATH, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 class Machine:
     def __init__(self, client: docker.DockerClient):
         self.client = client
         self.stale: list[str] = []
-        self._lock = None
+        self._held = held()
 
     def __enter__(self) -> Machine:
-        self._lock = open(LOCK_PATH, "w")
-        fcntl.flock(self._lock, fcntl.LOCK_EX)
+        self._held.__enter__()
         # Holding the lock, no other run goes on: whatever test-made thing is there now was
         # left by a run killed before its teardown (SIGKILL, a machine stopped mid-run).
         # Not this run's leak: removed now, so the sweep at the end measures only this run.
@@ -36,7 +45,7 @@ class Machine:
         return self
 
     def __exit__(self, *exc) -> None:
-        self._lock.close()  # and with it the lock
+        self._held.__exit__(*exc)
 
     def sweep(self, tags: bool = False) -> list[str]:
         """Every container, volume and network a test made is gone by now (each fixture

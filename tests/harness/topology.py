@@ -214,7 +214,8 @@ def _wait_listening(container, timeout: float = 20.0) -> None:
     raise RuntimeError(f"listener {container.name} did not start")
 
 
-def _world() -> Topology:
+def _plan() -> Topology:
+    """The topology as data: what build() makes, and what attach() finds."""
     return Topology(
         nets=list(NETS),
         targets={t.name: t for t in TARGETS},
@@ -226,7 +227,7 @@ def _world() -> Topology:
 def attach(client: docker.DockerClient) -> Topology:
     """The topology another process of this run built (a parallel run's workers): the
     same world, its listeners looked up; its teardown is the builder's."""
-    topo = _world()
+    topo = _plan()
     topo.containers = [client.containers.get(f"{PREFIX}listener-{t.name}") for t in TARGETS]
     return topo
 
@@ -235,7 +236,7 @@ def build(client: docker.DockerClient, image: str) -> Topology:
     _remove_leftovers(client)
     for net in NETS:
         _create_network(client, net)
-    topo = _world()
+    topo = _plan()
     topo.containers = [_start_listener(client, image, t) for t in TARGETS]
     for c in topo.containers:
         _wait_listening(c)

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import tempfile
+import threading
 from pathlib import Path
 from typing import Optional
 
@@ -71,6 +73,7 @@ class _World:
         self.given = given
         self.machine: Optional[Machine] = None  # the engine, held: not in a worker
         self.leaked: list[str] = []
+        self.hung: Optional[str] = None  # why the engine stopped answering (Machine's watch)
         self._stack = contextlib.ExitStack()
         self._made: dict[str, object] = {}
         self._unusable: Optional[_Unusable] = None
@@ -103,7 +106,7 @@ class _World:
                 raise _Unusable(message, fail=IN_CI) from None
             self._stack.callback(client.close)
             if self.given is None:
-                self.machine = self._stack.enter_context(Machine(client))
+                self.machine = self._stack.enter_context(Machine(client, on_hang=self._engine_hung))
                 # Unwound after all that is made later (the feed, the topology): the sweep
                 # comes after every fixture that needs the engine is torn down, and
                 # whatever test-made thing is left then was leaked.
@@ -159,9 +162,17 @@ class _World:
             return {"unusable": (f"could not make the test world: {exc}", True)}
         return {"image": self.image()}
 
+    def _engine_hung(self, reason: str) -> None:
+        """A stuck engine answers no test again: the run ends now (SIGINT to the main thread,
+        which wakes its blocked socket read), not when every call has timed out."""
+        self.hung = reason
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
     def end(self) -> None:
-        """Everything this world made goes, in the reverse order it was made."""
-        self._stack.close()
+        """Everything this world made goes, in the reverse order it was made; on a stuck engine
+        nothing can go (each call would only wait out its timeout): the next run sweeps it."""
+        if not self.hung:
+            self._stack.close()
 
 
 def _is_worker(config) -> bool:
@@ -190,7 +201,7 @@ def pytest_sessionfinish(session):
     if world is None:
         return
     world.end()
-    if world.leaked:
+    if world.leaked or world.hung:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -199,6 +210,8 @@ def pytest_terminal_summary(terminalreporter, config):
     if world is None:
         return
     write = terminalreporter.write_line
+    if world.hung:
+        write(f"FAILED: {world.hung}", red=True, bold=True)
     if world.machine and world.machine.stale:
         write("removed what a killed test run left: " + ", ".join(world.machine.stale), yellow=True)
     if world.leaked:

@@ -5,15 +5,20 @@ the sweep of what test runs make.
         machine.stale                  # what a killed run left (removed, named)
         ...
         machine.sweep()                # what this run left (removed, named)
+
+With `on_hang`, an EngineWatch calls it if the engine stops answering for minutes (deadlocked).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import threading
 from collections.abc import Iterator
+from typing import Callable, Optional
 
 import docker
+import requests.exceptions
 
 from .topology import PREFIX
 
@@ -31,10 +36,12 @@ def held() -> Iterator[None]:
 
 
 class Machine:
-    def __init__(self, client: docker.DockerClient):
+    def __init__(self, client: docker.DockerClient, on_hang: Optional[Callable[[str], None]] = None):
         self.client = client
         self.stale: list[str] = []
         self._held = held()
+        self._on_hang = on_hang
+        self._watch: Optional[EngineWatch] = None
 
     def __enter__(self) -> Machine:
         self._held.__enter__()
@@ -42,9 +49,13 @@ class Machine:
         # left by a run killed before its teardown (SIGKILL, a machine stopped mid-run).
         # Not this run's leak: removed now, so the sweep at the end measures only this run.
         self.stale = self.sweep(tags=True)
+        if self._on_hang:
+            self._watch = EngineWatch.of_engine(self._on_hang).start()
         return self
 
     def __exit__(self, *exc) -> None:
+        if self._watch:
+            self._watch.stop()
         self._held.__exit__(*exc)
 
     def sweep(self, tags: bool = False) -> list[str]:
@@ -77,3 +88,56 @@ def _made_here(obj) -> bool:
     """The harness's label, or a test-only name (the `box` runs)."""
     labels = obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {}
     return "imd-test" in labels or obj.name.startswith(PREFIX)
+
+
+class EngineWatch:
+    """Asks the engine for a network, on a connection of its own, every `every` s: the lookup
+    takes libnetwork's controller lock, which a deadlocked docker.io 20.10.24 never gives back
+    (HACKING.md, "If the run stops moving"). When `misses` asks in a row get no answer in
+    `timeout` s, `on_hang(reason)` is called once and the watch ends. An engine that refuses or
+    drops the connection (stopped, restarting) is not stuck: that resets the count."""
+
+    def __init__(
+        self,
+        ask: Callable[[], object],
+        on_hang: Callable[[str], None],
+        *,
+        every: float = 30.0,
+        misses: int = 3,
+        timeout: float = 60.0,
+    ):
+        self._ask, self._on_hang = ask, on_hang
+        self._every, self._misses, self._timeout = every, misses, timeout
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="engine-watch", daemon=True)
+
+    @classmethod
+    def of_engine(cls, on_hang: Callable[[str], None], **kw) -> EngineWatch:
+        api = docker.from_env(timeout=kw.get("timeout", 60.0)).api  # the engine the run's own client reaches
+        return cls(lambda: api.inspect_network("bridge"), on_hang, **kw)
+
+    def start(self) -> EngineWatch:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        missed = 0
+        while not self._stop.wait(self._every):
+            try:
+                self._ask()
+                missed = 0
+            except requests.exceptions.ReadTimeout:
+                missed += 1
+            except Exception:  # refused, reset, an error answer: the engine is there or gone, not stuck
+                missed = 0
+            if missed >= self._misses:
+                self._on_hang(
+                    f"the Docker engine has not answered a network lookup {missed} times in a row "
+                    f"({self._timeout:.0f} s each): dockerd is deadlocked (HACKING.md says how to confirm it); "
+                    "restart dockerd and run again"
+                )
+                return

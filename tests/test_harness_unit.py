@@ -1,0 +1,82 @@
+"""The harness's engine watch (tests/harness/machine.py): a stuck engine ends the run in
+minutes, with its reason; an engine that answers, or is only restarting, never does."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+import requests.exceptions
+
+from imdbox import names
+from tests.harness.machine import EngineWatch
+
+
+def _watch(answers, misses=3):
+    """A watch asking a scripted engine as fast as it can; returns the reasons it gave."""
+    script = iter(answers)
+    done = threading.Event()
+    hung: list[str] = []
+
+    def ask():
+        try:
+            outcome = next(script)
+        except StopIteration:
+            done.set()
+            return None
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def on_hang(reason):
+        hung.append(reason)
+        done.set()
+
+    watch = EngineWatch(ask, on_hang, every=0.001, misses=misses, timeout=60).start()
+    assert done.wait(10), "the watch stopped asking"
+    watch.stop()
+    return hung
+
+
+TIMEOUT = requests.exceptions.ReadTimeout("read timed out")
+
+
+def test_an_engine_that_stops_answering_is_called_stuck_once():
+    hung = _watch([{}, TIMEOUT, TIMEOUT, TIMEOUT, TIMEOUT, TIMEOUT])
+    assert len(hung) == 1
+    assert "has not answered a network lookup 3 times in a row (60 s each)" in hung[0]
+    assert "restart dockerd" in hung[0]
+
+
+def test_an_engine_that_answers_between_slow_lookups_or_restarts_is_not():
+    restarting = requests.exceptions.ConnectionError("connection refused")
+    assert _watch([TIMEOUT, TIMEOUT, {}, TIMEOUT, TIMEOUT, restarting, TIMEOUT, TIMEOUT, {}] * 3) == []
+
+
+def test_the_real_engine_answers_the_watch(docker_client):
+    hung: list[str] = []
+    watch = EngineWatch.of_engine(hung.append, every=0.01, misses=1, timeout=30).start()
+    threading.Event().wait(0.5)
+    watch.stop()
+    assert hung == []
+
+
+def test_the_run_is_woken_from_a_blocked_read_when_the_engine_is_stuck():
+    """conftest's on_hang: the main thread, blocked in a socket read as a test in a docker call
+    is, gets KeyboardInterrupt at once (pytest then ends the run) and the world is marked."""
+    program = """
+import socket, threading, time
+from tests.conftest import _World
+world = _World()
+a, b = socket.socketpair()
+threading.Timer(0.2, world._engine_hung, args=("stuck",)).start()
+started = time.monotonic()
+try:
+    a.recv(1)  # never answered
+except KeyboardInterrupt:
+    print(f"woken after {time.monotonic() - started:.1f} s; hung={world.hung}")
+"""
+    r = subprocess.run([sys.executable, "-c", program], cwd=names.REPO_ROOT, capture_output=True, text=True, timeout=30)
+    assert "hung=stuck" in r.stdout, r.stdout + r.stderr
+    assert float(r.stdout.split("woken after ")[1].split()[0]) < 5

@@ -29,6 +29,9 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 ENGINE_RESTART = "engine_restart"
 WORLD = pytest.StashKey["_World"]()
 GIVEN = pytest.StashKey[dict]()  # a parallel run's world, as its workers are given it
+# How the engine watch stops the run: a signal of the harness's own, not SIGINT, which a run
+# started in the background (and an xdist worker's children) inherit ignored.
+HUNG_SIGNAL = signal.SIGUSR2
 
 
 def pytest_configure(config):
@@ -74,6 +77,8 @@ class _World:
         self.machine: Optional[Machine] = None  # the engine, held: not in a worker
         self.leaked: list[str] = []
         self.hung: Optional[str] = None  # why the engine stopped answering (Machine's watch)
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(HUNG_SIGNAL, self._interrupt)
         self._stack = contextlib.ExitStack()
         self._made: dict[str, object] = {}
         self._unusable: Optional[_Unusable] = None
@@ -163,10 +168,14 @@ class _World:
         return {"image": self.image()}
 
     def _engine_hung(self, reason: str) -> None:
-        """A stuck engine answers no test again: the run ends now (SIGINT to the main thread,
-        which wakes its blocked socket read), not when every call has timed out."""
+        """A stuck engine answers no test again: the run ends now, not when every call has
+        timed out. The signal wakes the main thread's blocked socket read; its handler ends the
+        run as Ctrl-C would."""
         self.hung = reason
-        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        signal.pthread_kill(threading.main_thread().ident, HUNG_SIGNAL)
+
+    def _interrupt(self, signum, frame):
+        raise KeyboardInterrupt(self.hung)
 
     def end(self) -> None:
         """Everything this world made goes, in the reverse order it was made; on a stuck engine

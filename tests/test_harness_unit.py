@@ -3,6 +3,7 @@ minutes, with its reason; an engine that answers, or is only restarting, never d
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import threading
@@ -64,7 +65,8 @@ def test_the_real_engine_answers_the_watch(docker_client):
 
 def test_the_run_is_woken_from_a_blocked_read_when_the_engine_is_stuck():
     """conftest's on_hang: the main thread, blocked in a socket read as a test in a docker call
-    is, gets KeyboardInterrupt at once (pytest then ends the run) and the world is marked."""
+    is, gets KeyboardInterrupt at once (pytest then ends the run) and the world is marked;
+    also where SIGINT is ignored, as in a background job or under an xdist worker."""
     program = """
 import socket, threading, time
 from tests.conftest import _World
@@ -77,6 +79,9 @@ try:
 except KeyboardInterrupt:
     print(f"woken after {time.monotonic() - started:.1f} s; hung={world.hung}")
 """
-    r = subprocess.run([sys.executable, "-c", program], cwd=names.REPO_ROOT, capture_output=True, text=True, timeout=30)
+    r = subprocess.run(
+        [sys.executable, "-c", program], cwd=names.REPO_ROOT, capture_output=True, text=True, timeout=30,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )  # fmt: skip
     assert "hung=stuck" in r.stdout, r.stdout + r.stderr
     assert float(r.stdout.split("woken after ")[1].split()[0]) < 5

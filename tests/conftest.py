@@ -27,6 +27,8 @@ from tests.harness.machine import Machine
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 ENGINE_RESTART = "engine_restart"
+ALONE = "alone"
+NOT_SIDE_BY_SIDE = (ENGINE_RESTART, ALONE)  # what a parallel run's workers leave out
 WORLD = pytest.StashKey["_World"]()
 GIVEN = pytest.StashKey[dict]()  # a parallel run's world, as its workers are given it
 # How the engine watch stops the run: a signal of the harness's own, not SIGINT, which a run
@@ -41,18 +43,26 @@ def pytest_configure(config):
         "of the session, so no other test is disturbed, and never in a parallel run (-n), where others "
         f"would be: run them alone with -m {ENGINE_RESTART} (scripts/test does)",
     )
+    config.addinivalue_line(
+        "markers",
+        f"{ALONE}: measures a time the product promises, so it needs the machine to itself: never in a "
+        f"parallel run (-n), where other tests share the cores; scripts/test runs them after it, with -m {ALONE}",
+    )
 
 
 def pytest_collection_modifyitems(config, items):
     """Tests that restart the engine go last (in the order they were collected): only the
     session's teardown and its leak sweep come after them. A parallel run's workers leave
-    them out."""
+    them out, and the tests that must run alone."""
+    if _is_worker(config):
+        apart = [item for item in items if any(item.get_closest_marker(m) for m in NOT_SIDE_BY_SIDE)]
+        if apart:
+            config.hook.pytest_deselected(items=apart)
+            items[:] = [item for item in items if item not in apart]
+        return
     last = [item for item in items if item.get_closest_marker(ENGINE_RESTART)]
-    if last and _is_worker(config):
-        config.hook.pytest_deselected(items=last)
-        items[:] = [item for item in items if item not in last]
-    elif last:
-        items[:] = [item for item in items if not item.get_closest_marker(ENGINE_RESTART)] + last
+    if last:
+        items[:] = [item for item in items if item not in last] + last
 
 
 class _Unusable(Exception):
@@ -226,7 +236,8 @@ def pytest_terminal_summary(terminalreporter, config):
     if world.leaked:
         write("FAILED: tests left these behind (now removed): " + ", ".join(world.leaked), red=True, bold=True)
     if _is_controller(config):
-        write(f"tests marked {ENGINE_RESTART} do not run with -n: run them alone with -m {ENGINE_RESTART}")
+        marks = " or ".join(NOT_SIDE_BY_SIDE)
+        write(f"tests marked {marks} do not run with -n: run them alone with -m '{marks}'")
 
 
 def _from_world(name: str, what: str):

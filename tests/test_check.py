@@ -170,6 +170,7 @@ DROP = "--inh-caps=-all --ambient-caps=-all --bounding-set=-all --no-new-privs"
 # ---------------------------------------------------------------- the healthy box
 
 
+@pytest.mark.alone  # under 10 s on a machine of the user's, not on cores three other tests share
 def test_healthy_box_every_line_ok_in_under_10s(healthy, has_browser):
     failed = set(healthy.failed())
     if not has_browser:

@@ -97,6 +97,8 @@ class EngineWatch:
     `timeout` s, `on_hang(reason)` is called once and the watch ends. An engine that refuses or
     drops the connection (stopped, restarting) is not stuck: that resets the count."""
 
+    TIMEOUT = 60.0  # s: a lookup on a busy engine takes well under one
+
     def __init__(
         self,
         ask: Callable[[], object],
@@ -104,7 +106,7 @@ class EngineWatch:
         *,
         every: float = 30.0,
         misses: int = 3,
-        timeout: float = 60.0,
+        timeout: float = TIMEOUT,
     ):
         self._ask, self._on_hang = ask, on_hang
         self._every, self._misses, self._timeout = every, misses, timeout
@@ -113,7 +115,7 @@ class EngineWatch:
 
     @classmethod
     def of_engine(cls, on_hang: Callable[[str], None], **kw) -> EngineWatch:
-        api = docker.from_env(timeout=kw.get("timeout", 60.0)).api  # the engine the run's own client reaches
+        api = docker.from_env(timeout=kw.setdefault("timeout", cls.TIMEOUT)).api  # the engine the run's client reaches
         return cls(lambda: api.inspect_network("bridge"), on_hang, **kw)
 
     def start(self) -> EngineWatch:

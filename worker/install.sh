@@ -160,7 +160,7 @@ install_worker() {
   # The worker has no --version: line 1 of its help names it,
   # `imd — IdentityMD contributor daemon (v<daemonVersion>)`, as build.json does.
   local version
-  worker_help=$(imd help 2>&1 || true) # offer_browser reads it too
+  worker_help=$(imd help 2>&1 || true) # offer_browser is given it too
   version=$(sed -n '1s/.*(v\([^()]*\))$/\1/p' <<<"$worker_help")
   say "worker installed: ${version:-?} (the release's build.json: daemonVersion $(build_field daemonVersion "$state/worker-build.json"), sourceCommit $(build_field sourceCommit "$state/worker-build.json"))"
 }
@@ -191,13 +191,12 @@ install_agents() {
 }
 
 # The worker offers a tool (a stdio MCP server) when its probe, the command with
-# --version, exits 0 within 5 s. The same id again replaces the entry. The help it
-# reads is the one install_worker has just read.
-offer_browser() {
+# --version, exits 0 within 5 s. The same id again replaces the entry.
+offer_browser() { # <the worker's help, as install_worker read it>
   [ -n "${IMD_BOX_BROWSER_MCP:-}" ] || return 0
-  local method
+  local help=$1 method
   local -a enable=()
-  if ! grep -qF 'imd tools add <id> --command' <<<"$worker_help"; then
+  if ! grep -qF 'imd tools add <id> --command' <<<"$help"; then
     say "browser: this worker has no 'imd tools add <id> --command', so the box's browser is not offered to it (a newer worker has it)"
     return 0
   fi
@@ -244,7 +243,7 @@ save_settings() {
 
 if [ "$mode" = worker ]; then
   install_worker
-  offer_browser
+  offer_browser "$worker_help"
 else
   install_agents
   store_grok_key

@@ -14,7 +14,7 @@ from imdbox import build, engine
 from imdbox.layout import CA_DIR
 from tests.fake_worker.fixtures import box_env
 from tests.harness.cli import cli_env, run_box
-from tests.harness.image import BASE_IMAGE, CA_FILE
+from tests.harness.image import BASE_IMAGE, CA_FILE, image_of_an_earlier_day
 
 
 def _box(*args: str, image: str) -> subprocess.CompletedProcess:
@@ -64,41 +64,34 @@ def _ca_files(client, ref: str) -> dict[str, bytes]:
 def test_update_refreshes_debian_packages_and_a_plain_build_stays_warm(docker_client, box_image, topology):
     """`box update` rebuilds the apt layers (once a day); `box build` with no flags rebuilds
     nothing. Neither is given the base or the CA: both come back from the current image."""
-    with box_env(docker_client, box_image) as bx:
-        # An image whose Debian packages were fetched on an earlier day (a real apt run).
+    # An image whose Debian packages were fetched on an earlier day (a real apt run, on this
+    # machine's first run: the harness keeps it), as the box's image.
+    old_id = image_of_an_earlier_day(docker_client)
+    with box_env(docker_client, old_id) as bx:
         certs = build.read_ca_file(Path(CA_FILE))
-        old_id = build.build_image(
-            docker_client.api, tag=bx.image, base_image=BASE_IMAGE, ca_certs=certs, apt_refresh="2026-01-01"
-        )
-        try:
-            old_layers = _apt_layers(docker_client, old_id)
-            assert len(old_layers) == 2
+        old_layers = _apt_layers(docker_client, old_id)
+        assert len(old_layers) == 2
 
-            r = bx.run("build", timeout=900)
-            assert r.returncode == 0, r.all
-            assert f"with the {len(certs)} extra CA certificate(s) the current image was built with" in r.all
-            assert f"(base {BASE_IMAGE})" in r.all
-            assert docker_client.images.get(bx.image).id == old_id, "a plain build is all cache: the same image"
+        r = bx.run("build", timeout=900)
+        assert r.returncode == 0, r.all
+        assert f"with the {len(certs)} extra CA certificate(s) the current image was built with" in r.all
+        assert f"(base {BASE_IMAGE})" in r.all
+        assert docker_client.images.get(bx.image).id == old_id, "a plain build is all cache: the same image"
 
-            r = bx.run("update", timeout=900)
-            assert r.returncode == 0, r.all
-            assert "newest Debian trixie packages" in r.all
-            updated = docker_client.images.get(bx.image)
-            assert updated.labels[build.APT_LABEL] == build.apt_refresh_stamp(), "the day is kept for the next build"
-            new_layers = _apt_layers(docker_client, bx.image)
-            assert len(new_layers) == 2 and not set(old_layers) & set(new_layers), "every apt layer was rebuilt"
-            # The CA certificates were remembered, not dropped: the same files in the image.
-            ca_then = _ca_files(docker_client, old_id)
-            assert ca_then and _ca_files(docker_client, updated.id) == ca_then
+        r = bx.run("update", timeout=900)
+        assert r.returncode == 0, r.all
+        assert "newest Debian trixie packages" in r.all
+        updated = docker_client.images.get(bx.image)
+        assert updated.labels[build.APT_LABEL] == build.apt_refresh_stamp(), "the day is kept for the next build"
+        new_layers = _apt_layers(docker_client, bx.image)
+        assert len(new_layers) == 2 and not set(old_layers) & set(new_layers), "every apt layer was rebuilt"
+        # The CA certificates were remembered, not dropped: the same files in the image.
+        ca_then = _ca_files(docker_client, old_id)
+        assert ca_then and _ca_files(docker_client, updated.id) == ca_then
 
-            r = bx.run("build", timeout=900)
-            assert r.returncode == 0, r.all
-            assert docker_client.images.get(bx.image).id == updated.id, "after an update, a plain build stays warm"
-            r = bx.run("update", timeout=900)
-            assert r.returncode == 0 and "were fetched today" in r.all, r.all
-            assert _apt_layers(docker_client, bx.image) == new_layers, "a second update the same day keeps them"
-        finally:
-            try:
-                docker_client.images.remove(old_id, force=True)
-            except docker.errors.ImageNotFound:
-                pass
+        r = bx.run("build", timeout=900)
+        assert r.returncode == 0, r.all
+        assert docker_client.images.get(bx.image).id == updated.id, "after an update, a plain build stays warm"
+        r = bx.run("update", timeout=900)
+        assert r.returncode == 0 and "were fetched today" in r.all, r.all
+        assert _apt_layers(docker_client, bx.image) == new_layers, "a second update the same day keeps them"

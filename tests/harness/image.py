@@ -6,6 +6,7 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from typing import Optional
 
 import docker
 
@@ -22,11 +23,21 @@ CA_FILE = os.environ.get("IMD_BOX_TEST_CA", "/etc/ssl/certs/ca-certificates.crt"
 PREBUILT = os.environ.get("IMD_BOX_TEST_PREBUILT") == "1"
 
 
+def ca_certs() -> Optional[list[str]]:
+    """The extra CA certificates every test build trusts (CA_FILE), if there is such a file."""
+    ca = Path(CA_FILE) if CA_FILE else None
+    return build.read_ca_file(ca) if ca and ca.is_file() else None
+
+
 def ensure_base(client: docker.DockerClient) -> None:
     try:
         client.images.get(BASE_IMAGE)
     except docker.errors.ImageNotFound:
         subprocess.run([str(names.REPO_ROOT / "scripts" / "make-base-image.sh"), BASE_IMAGE], check=True)
+
+
+# The day `test_cli_build` says the Debian packages of an older image were fetched on.
+EARLIER_DAY = "2026-01-01"
 
 
 def build_test_image(client: docker.DockerClient, log_path: Path) -> str:
@@ -36,13 +47,12 @@ def build_test_image(client: docker.DockerClient, log_path: Path) -> str:
         return TEST_IMAGE
     ensure_base(client)
     started = time.monotonic()
-    ca = Path(CA_FILE) if CA_FILE else None
     with log_path.open("w") as log:
         build.build_image(
             client.api,
             tag=TEST_IMAGE,
             base_image=BASE_IMAGE,
-            ca_certs=build.read_ca_file(ca) if ca and ca.is_file() else None,
+            ca_certs=ca_certs(),
             # Today's packages, as `box build` and `box update` label them: the tests'
             # builds and updates reuse these layers (test_cli_build shows a refresh itself).
             apt_refresh=build.apt_refresh_stamp(),
@@ -50,3 +60,19 @@ def build_test_image(client: docker.DockerClient, log_path: Path) -> str:
         )
         log.write(f"built {TEST_IMAGE} in {time.monotonic() - started:.1f}s\n")
     return TEST_IMAGE
+
+
+def image_of_an_earlier_day(client: docker.DockerClient) -> str:
+    """The box image from this checkout with its Debian packages fetched on EARLIER_DAY (a
+    real apt run): what `box update` refreshes. Kept between runs, as TEST_IMAGE is, and under
+    a name the start-of-run sweep leaves alone: the apt run (about 50 s of two cores) happens
+    on a machine's first run, and after a change to the base or the CA files; any later
+    change to the checkout rebuilds only the layers after the apt ones. Its id."""
+    ensure_base(client)
+    return build.build_image(
+        client.api,
+        tag=f"{TEST_IMAGE}-apt-{EARLIER_DAY}",
+        base_image=BASE_IMAGE,
+        ca_certs=ca_certs(),
+        apt_refresh=EARLIER_DAY,
+    )

@@ -34,4 +34,7 @@ for (const [type, port] of [["udp4", 53], ["udp6", 53], ["udp4", 9999]]) {
   sock.on("error", () => sock.close()); // no IPv6 on this network: IPv4 still answers
   sock.bind(port);
 }
+// PID 1 in its container: node has no default action for SIGTERM there, and an engine that
+// shuts down (the engine-restart test) would wait out its 10 s stop timeout for each listener.
+process.on("SIGTERM", () => process.exit(0));
 console.log(`listening: ${name}`);

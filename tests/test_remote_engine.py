@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -191,9 +192,15 @@ def _tty_shell(env: dict[str, str]) -> subprocess.CompletedProcess:
     )
 
 
-def _start_to_stop(env, through, engine_line, count, tmp_path) -> None:
+# What one box command may open over ssh: a few connections, each one ssh login, reused for
+# every request (docker-py alone logs in once per request: `box start` did 40 times).
+SSH_LOGINS_AT_MOST = 5
+
+
+def _start_to_stop(env, through, engine_line, count, tmp_path, at_most: Optional[int] = None) -> None:
     """start, status, logs, check, a terminal shell and stop, each seen going `through`;
-    `box status` names the engine as `engine_line`."""
+    `box status` names the engine as `engine_line`. `at_most`: how far `count` may go up in
+    one box command (the terminal shell's count is the docker CLI's as well)."""
     targets = tmp_path / "targets.json"
     targets.write_text(json.dumps(dataclasses.asdict(check_targets())))
     steps = [
@@ -219,6 +226,8 @@ def _start_to_stop(env, through, engine_line, count, tmp_path) -> None:
             if step[0] == "check":
                 assert "all ok" in r.all, r.all
         assert count() > seen, f"{step} did not go through {through}"
+        if at_most is not None and step != "tty shell":
+            assert count() - seen <= at_most, f"{step}: {count() - seen} connections, more than {at_most}"
 
 
 def test_setup_to_stop_through_tcp(far_box, forwarder, tmp_path):
@@ -249,4 +258,31 @@ def test_start_to_stop_through_ssh(far_box, sshd, tmp_path):
         "DOCKER_HOST": f"ssh://root@127.0.0.1:{sshd.port}",
         "PATH": f"{sshd.wrapper_dir}:{os.environ['PATH']}",
     }
-    _start_to_stop(far_box, through, f"{through['DOCKER_HOST']} (DOCKER_HOST)", sshd.sessions, tmp_path)
+    engine_line = f"{through['DOCKER_HOST']} (DOCKER_HOST)"
+    _start_to_stop(far_box, through, engine_line, sshd.sessions, tmp_path, at_most=SSH_LOGINS_AT_MOST)
+
+
+def test_over_ssh_one_login_serves_many_requests_and_an_ended_one_is_replaced(sshd, monkeypatch):
+    """engine.connect over ssh: requests reuse one ssh login; when that ssh ends (the server
+    dropped it), the next request opens another instead of failing."""
+    from imdbox import engine
+
+    monkeypatch.setenv("PATH", f"{sshd.wrapper_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("DOCKER_HOST", f"ssh://root@127.0.0.1:{sshd.port}")
+    client = engine.connect()
+    try:
+        first = sshd.sessions()
+        for _ in range(5):
+            client.info()
+            client.containers.list(filters={"name": "imdt-none-such"})
+        assert sshd.sessions() == first, "ten requests, no new login"
+        pool = client.api.get_adapter(client.api.base_url).get_connection(client.api.base_url)
+        idle = [conn for conn in list(pool.pool.queue) if conn is not None and conn.sock is not None]
+        assert idle, "the connection went back to the pool"
+        for conn in idle:
+            conn.sock.proc.kill()
+            conn.sock.proc.wait(timeout=10)
+        assert client.ping()
+        assert sshd.sessions() == first + 1
+    finally:
+        client.close()

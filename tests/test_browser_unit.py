@@ -19,7 +19,7 @@ CONFIG = json.loads((ROOT / "browser" / "config.json").read_text())
 
 def test_the_worker_is_offered_the_launcher_and_the_methods_website_work_uses():
     assert browser.LAUNCHER == "/usr/local/lib/imd-box/browser/playwright-mcp"
-    assert browser.check_command() == ["/usr/local/bin/node", "/usr/local/lib/imd-box/browser/check.mjs", "5000"]
+    assert browser.check_command() == ["/usr/local/bin/node", "/usr/local/lib/imd-box/browser/check.mjs", "10000"]
     env = browser.offer_env()
     assert env["IMD_BOX_BROWSER_MCP"] == browser.LAUNCHER
     assert env["IMD_BOX_BROWSER_TOOLS"].split() == list(browser.TOOLS)

@@ -117,6 +117,7 @@ def _reuse_ssh_connections(client) -> None:
         return conn
 
     pool._get_conn = live_conn
+    adapter.pools[client.api.base_url] = pool  # the client's close() ends its ssh processes
     adapter.get_connection = lambda url, proxies=None: pool
 
 

@@ -284,5 +284,8 @@ def test_over_ssh_one_login_serves_many_requests_and_an_ended_one_is_replaced(ss
             conn.sock.proc.wait(timeout=10)
         assert client.ping()
         assert sshd.sessions() == first + 1
+        live = [conn.sock.proc for conn in list(pool.pool.queue) if conn is not None and conn.sock is not None]
     finally:
         client.close()
+    for proc in live:  # closing the client ends its ssh processes
+        assert proc.wait(timeout=10) is not None

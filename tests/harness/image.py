@@ -21,6 +21,8 @@ CA_FILE = os.environ.get("IMD_BOX_TEST_CA", "/etc/ssl/certs/ca-certificates.crt"
 # CI that built the image elsewhere (the GitHub workflow's build job) sets
 # IMD_BOX_TEST_PREBUILT=1: the tests then run against that image as it is.
 PREBUILT = os.environ.get("IMD_BOX_TEST_PREBUILT") == "1"
+# The day `test_cli_build`'s older image had its Debian packages fetched (image_of_an_earlier_day).
+EARLIER_DAY = "2026-01-01"
 
 
 def ca_certs() -> Optional[list[str]]:
@@ -34,10 +36,6 @@ def ensure_base(client: docker.DockerClient) -> None:
         client.images.get(BASE_IMAGE)
     except docker.errors.ImageNotFound:
         subprocess.run([str(names.REPO_ROOT / "scripts" / "make-base-image.sh"), BASE_IMAGE], check=True)
-
-
-# The day `test_cli_build` says the Debian packages of an older image were fetched on.
-EARLIER_DAY = "2026-01-01"
 
 
 def build_test_image(client: docker.DockerClient, log_path: Path) -> str:

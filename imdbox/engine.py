@@ -391,7 +391,7 @@ def flags(
         environment=dict(environment or {}),
         restart=restart,
         interactive=interactive,
-        host_addresses=hostaddrs.collect(client, image) if starts else (),
+        host_addresses=hostaddrs.collect(client, image, endpoint_of(client).host) if starts else (),
     )
 
 

@@ -11,10 +11,13 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable
+from typing import Optional
 
 from . import runflags
 
 _INET = re.compile(r"\binet (\d+\.\d+\.\d+\.\d+)/\d+")
+_FIB_LEAF = re.compile(r"^\s+\|-- (\d+\.\d+\.\d+\.\d+)$")
+_FIB_LOCAL = re.compile(r"^\s+/32 host LOCAL$")
 _cache: dict[str, tuple[str, ...]] = {}
 
 
@@ -45,9 +48,53 @@ def parse_ip_addr(text: str) -> list[str]:
     return _INET.findall(text)
 
 
-def engine_host(client, image: str) -> list[str]:
-    """The engine's host's addresses, listed by a one-off container on the host network
+def parse_fib_trie(text: str) -> list[str]:
+    """/proc/<pid>/net/fib_trie -> the addresses of that network namespace: each leaf that
+    holds a `/32 host LOCAL` route, the route the kernel makes for an address of its own
+    (a broadcast leaf says BROADCAST). A table that repeats a leaf repeats nothing new."""
+    found, leaf = [], None
+    for line in text.splitlines():
+        m = _FIB_LEAF.match(line)
+        if m:
+            leaf = m.group(1)
+        elif leaf and _FIB_LOCAL.match(line):
+            found.append(leaf)
+    return found
+
+
+def local_dockerd(engine_url: str) -> Optional[int]:
+    """The pid of the engine when box reaches it through a unix socket that dockerd itself
+    serves and dockerd is a process here (the socket's peer, SO_PEERCRED): a Linux host's
+    engine, rootless or not. None for anything else (Docker Desktop's VM behind its proxy, a
+    tcp:// or ssh:// engine, a socket some other program serves, a /proc that hides it)."""
+    import socket
+    import struct
+
+    if not engine_url.startswith("unix://") or not hasattr(socket, "SO_PEERCRED"):
+        return None
+    try:
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.settimeout(5)
+            sock.connect(engine_url[len("unix://") :])
+            pid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))[0]
+        with open(f"/proc/{pid}/comm") as comm:
+            return pid if pid > 0 and comm.read().strip() == "dockerd" else None
+    except OSError:
+        return None
+
+
+def engine_host(client, image: str, engine_url: str) -> list[str]:
+    """The engine's host's addresses: the addresses of the network namespace `--network host`
+    gives a container, which is dockerd's own. Read from dockerd's /proc/<pid>/net when it is a
+    process here (readable by any user); else listed by a one-off container on the host network
     that has no capabilities, a read-only root and runs only `ip addr` as nobody."""
+    pid = local_dockerd(engine_url)
+    if pid is not None:
+        try:
+            with open(f"/proc/{pid}/net/fib_trie") as fib:
+                return parse_fib_trie(fib.read())
+        except OSError:
+            pass
     from .throwaway import throwaway
 
     with throwaway(client, runflags.host_lister_kwargs(image)) as lister:
@@ -57,8 +104,8 @@ def engine_host(client, image: str) -> list[str]:
     return parse_ip_addr(out.decode(errors="replace"))
 
 
-def collect(client, image: str) -> tuple[str, ...]:
+def collect(client, image: str, engine_url: str) -> tuple[str, ...]:
     """Both sets, once per process (a command makes several boxes)."""
     if image not in _cache:
-        _cache[image] = usable([*this_machine(), *engine_host(client, image)])
+        _cache[image] = usable([*this_machine(), *engine_host(client, image, engine_url)])
     return _cache[image]

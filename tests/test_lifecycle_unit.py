@@ -192,7 +192,7 @@ def world(monkeypatch):
     monkeypatch.setattr(engine, "exec_as_imd", w.exec_as_imd)
     monkeypatch.setattr(engine, "worker_running", lambda container: container.worker)
     monkeypatch.setattr(engine, "wait_started", lambda container, **_: (container.worker, container.logs().decode()))
-    monkeypatch.setattr(hostaddrs, "collect", lambda client, image: ())
+    monkeypatch.setattr(hostaddrs, "collect", lambda client, image, engine_url: ())
     monkeypatch.setattr(images, "build", lambda *a, **k: w.log.append("build"))
     monkeypatch.setattr(images, "pull", lambda *a, **k: w.log.append("pull"))
     return w

@@ -63,7 +63,8 @@ def _interrupt(argv: list[str], env: dict, until, delay: float) -> tuple[float, 
     proc = subprocess.Popen(
         argv,
         cwd=str(names.REPO_ROOT),
-        env={**os.environ, "NO_COLOR": "1", **env},
+        # PYTHONFAULTHANDLER: a box that hangs prints every thread's stack on SIGABRT (below).
+        env={**os.environ, "NO_COLOR": "1", "PYTHONFAULTHANDLER": "1", **env},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -87,7 +88,13 @@ def _interrupt(argv: list[str], env: dict, until, delay: float) -> tuple[float, 
         try:
             proc.wait(timeout=GRACE)
         except subprocess.TimeoutExpired:
-            return float("inf"), ""
+            # Where it was: faulthandler's stacks, as the failure's message.
+            proc.send_signal(signal.SIGABRT)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                return float("inf"), ""
+            return float("inf"), proc.stderr.read().decode(errors="replace")
         return time.monotonic() - sent, proc.stderr.read().decode(errors="replace")
     finally:
         if proc.poll() is None:
@@ -110,7 +117,7 @@ def test_ctrl_c_ends_box_logs_at_once_every_time(chatty_box):
     rng = random.Random()
     for i in range(ROUNDS):
         took, stderr = _interrupt_following(BOX_LOGS, chatty_box, rng)
-        assert took < GRACE, f"round {i + 1}: `box logs` still following {GRACE} s after Ctrl-C"
+        assert took < GRACE, f"round {i + 1}: `box logs` still following {GRACE} s after Ctrl-C\n{stderr[-4000:]}"
         assert stderr == "", f"round {i + 1}: not quiet: {stderr!r}"
 
 
@@ -146,7 +153,7 @@ def test_ctrl_c_during_setup_leaves_nothing_half_made(docker_client, box_image, 
     with copy_of(docker_client, box_image, set_up) as bx:  # a worker to keep unchanged
         before = volume_files(docker_client, bx, [SETTINGS, WORKER_PKG])
         took, stderr = _interrupt([*BOX, "setup", "--no-shell"], bx.env(), until, delay)
-        assert took < GRACE, f"`box setup` still running {GRACE} s after Ctrl-C"
+        assert took < GRACE, f"`box setup` still running {GRACE} s after Ctrl-C\n{stderr[-4000:]}"
         assert "Traceback" not in stderr, stderr
         assert _left_after(lambda: boxes.names_from(docker_client, bx.container)) == [], "a one-off box was left behind"
         after = volume_files(docker_client, bx, [SETTINGS, WORKER_PKG])

@@ -120,7 +120,7 @@ def _our_networks(client) -> set[str]:
 
 
 def _assert_ended_cleanly(client, env, took: float, stderr: str) -> None:
-    assert took < GRACE, f"box still running {GRACE} s after Ctrl-C"
+    assert took < GRACE, f"box still running {GRACE} s after Ctrl-C\n{stderr[-4000:]}"
     assert stderr.strip() == "", f"not quiet: {stderr!r}"
     assert _left_after(lambda: _oneoffs(client, env)) == [], "a one-off box was left behind"
     assert _staging_left(client, env) == [], "a staging folder or half-written file was left in the volume"
@@ -353,7 +353,7 @@ def test_ctrl_c_during_pull_leaves_nothing(docker_client, held_image):
     env = {"IMD_BOX_IMAGE": local, "IMD_BOX_CONTAINER": f"imdt-box-{tag}", "IMD_BOX_VOLUME": f"imdt-home-{tag}"}
     networks = _our_networks(docker_client)
     took, stderr = _interrupt([*BOX, "pull", "--image", through], env, proxy.holding.is_set, 0.0)
-    assert took < GRACE, f"`box pull` still running {GRACE} s after Ctrl-C"
+    assert took < GRACE, f"`box pull` still running {GRACE} s after Ctrl-C\n{stderr[-4000:]}"
     assert stderr.strip() == "", f"not quiet: {stderr!r}"
     proxy.release.set()
     for ref in (through, local):

@@ -64,9 +64,11 @@ def parse_fib_trie(text: str) -> list[str]:
 
 def local_dockerd(engine_url: str) -> Optional[int]:
     """The pid of the engine when box reaches it through a unix socket that dockerd itself
-    serves and dockerd is a process here (the socket's peer, SO_PEERCRED): a Linux host's
-    engine, rootless or not. None for anything else (Docker Desktop's VM behind its proxy, a
-    tcp:// or ssh:// engine, a socket some other program serves, a /proc that hides it)."""
+    made and dockerd is a process here (the socket's peer, SO_PEERCRED: whoever called
+    listen()): a Linux host's dockerd started by hand or by its service, rootless or not.
+    None for anything else: Docker Desktop's VM behind its proxy, a tcp:// or ssh:// engine,
+    a socket some other program serves, systemd's socket activation (the peer is systemd),
+    a /proc that hides it."""
     import socket
     import struct
 

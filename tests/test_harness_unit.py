@@ -3,11 +3,13 @@ minutes, with its reason; an engine that answers, or is only restarting, never d
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import threading
 
+import pytest
 import requests.exceptions
 
 from imdbox import names
@@ -85,3 +87,22 @@ except KeyboardInterrupt:
     )  # fmt: skip
     assert "hung=stuck" in r.stdout, r.stdout + r.stderr
     assert float(r.stdout.split("woken after ")[1].split()[0]) < 5
+
+
+def test_worker_slots_are_as_many_as_the_engine_takes_boxes(docker_client, tmp_path, monkeypatch):
+    from imdbox.runflags import EngineLimits
+    from tests.harness import machine
+
+    monkeypatch.setattr(machine, "SLOT_PATH", str(tmp_path / "slot-{}.lock"))  # not the run's own
+    monkeypatch.setattr(machine, "SLOT_WAIT", 0.5)
+    limits = EngineLimits.from_info(docker_client.info())
+    count = max(1, limits.memory // limits.box_memory)
+    # As many boxes as `box start` lets run side by side (each cap, with the others', fits).
+    assert count * limits.box_memory <= limits.memory < (count + 1) * limits.box_memory
+    held = [machine.worker_slot(docker_client) for _ in range(count)]
+    with pytest.raises(AssertionError, match="no worker box slot"):
+        machine.worker_slot(docker_client)
+    os.close(held.pop())
+    held.append(machine.worker_slot(docker_client))  # a freed slot is taken again
+    for slot in held:
+        os.close(slot)

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
 import threading
+import time
 from collections.abc import Iterator
 from typing import Callable, Optional
 
@@ -33,6 +35,34 @@ def held() -> Iterator[None]:
     with open(LOCK_PATH, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+# `box start` refuses a box whose memory cap, with the other worker boxes', is more than
+# the engine has (lifecycle._refuse_if_seats_overfill): side by side, every test's box is
+# another seat to it. So a test holds one of these slots, machine-wide, from its first
+# command that may start a box until its box env is removed: as many as the engine takes.
+SLOT_PATH = "/tmp/imdt-worker-slot-{}.lock"
+SLOT_WAIT = 900.0  # seconds: longer than any test holds one
+
+
+def worker_slot(client: docker.DockerClient) -> int:
+    """A free slot (the descriptor of a locked file: os.close frees it); waits for one."""
+    from imdbox.runflags import EngineLimits
+
+    limits = EngineLimits.from_info(client.info())
+    count = max(1, limits.memory // limits.box_memory)
+    deadline = time.monotonic() + SLOT_WAIT
+    while True:
+        for i in range(count):
+            slot = os.open(SLOT_PATH.format(i), os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(slot, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return slot
+            except BlockingIOError:
+                os.close(slot)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no worker box slot of {count} came free in {SLOT_WAIT:.0f} s")
+        time.sleep(0.2)
 
 
 class Machine:

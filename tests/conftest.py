@@ -23,7 +23,7 @@ import pytest
 
 from tests.harness import topology as topo_mod
 from tests.harness.image import build_test_image
-from tests.harness.machine import Machine
+from tests.harness.machine import Machine, free_worker_slots
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 ENGINE_RESTART = "engine_restart"
@@ -257,6 +257,14 @@ docker_client = _from_world("docker_client", "client")
 box_image = _from_world("box_image", "image")
 topology = _from_world("topology", "topology")
 feed = _from_world("feed", "feed")
+
+
+@pytest.fixture(autouse=True)
+def _worker_slots():
+    """The worker box slots a test took (tests/harness/machine.py), freed when it ends:
+    set up before, so torn down after, the fixtures that remove its boxes."""
+    yield
+    free_worker_slots()
 
 
 @pytest.fixture(scope="session")

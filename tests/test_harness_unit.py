@@ -106,3 +106,22 @@ def test_worker_slots_are_as_many_as_the_engine_takes_boxes(docker_client, tmp_p
     held.append(machine.worker_slot(docker_client))  # a freed slot is taken again
     for slot in held:
         os.close(slot)
+
+
+def test_a_tests_slots_are_one_per_box_and_freed_at_its_end(docker_client, tmp_path, monkeypatch):
+    from imdbox.runflags import EngineLimits
+    from tests.harness import machine
+
+    monkeypatch.setattr(machine, "SLOT_PATH", str(tmp_path / "slot-{}.lock"))
+    machine.hold_worker_slot(docker_client, ("volume", None))
+    machine.hold_worker_slot(docker_client, ("volume", None))  # the same box again: no second slot
+    machine.hold_worker_slot(docker_client, ("volume", "b"))  # a seat's box: one more
+    assert len(machine._held) == 2
+    machine.free_worker_slots()
+    assert machine._held == {}
+    # Freed: every slot can be taken again, without waiting.
+    limits = EngineLimits.from_info(docker_client.info())
+    monkeypatch.setattr(machine, "SLOT_WAIT", 0)
+    for _ in range(max(1, limits.memory // limits.box_memory)):
+        machine.hold_worker_slot(docker_client, object())
+    machine.free_worker_slots()

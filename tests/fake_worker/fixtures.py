@@ -4,7 +4,6 @@ and a runner for the real `box` command pointed at test-only names."""
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 import time
 import uuid
@@ -15,7 +14,7 @@ import docker
 
 from imdbox import names
 from tests.harness.cli import cli_env, run_box
-from tests.harness.machine import worker_slot
+from tests.harness.machine import hold_worker_slot
 from tests.harness.topology import NO_HEALTHCHECK, PREFIX
 
 from . import default_feed, feed_tar
@@ -62,7 +61,6 @@ class BoxEnv:
     network: str = FEED_NETWORK
     extra: dict[str, str] = field(default_factory=dict)
     client: Optional[docker.DockerClient] = field(default=None, repr=False)
-    slots: dict[Optional[str], int] = field(default_factory=dict, repr=False)  # a seat's (machine.py)
 
     def env(self, **overrides: str) -> dict[str, str]:
         env = cli_env(
@@ -81,14 +79,9 @@ class BoxEnv:
 
     def run(self, *args: str, timeout: float = 300, **overrides: str) -> subprocess.CompletedProcess:
         seat, command = _seat_and_command(args)
-        if command in STARTS_A_BOX and seat not in self.slots and self.client is not None:
-            self.slots[seat] = worker_slot(self.client)
+        if command in STARTS_A_BOX and self.client is not None:
+            hold_worker_slot(self.client, (self.volume, seat))  # tests/harness/machine.py says why
         return run_box(*args, env=self.env(**overrides), timeout=timeout)
-
-    def free_slots(self) -> None:
-        for slot in self.slots.values():
-            os.close(slot)
-        self.slots.clear()
 
 
 STARTS_A_BOX = ("start", "update", "runtime")  # the commands that may leave a worker box running
@@ -118,13 +111,6 @@ def new_box_env(client: docker.DockerClient, image: str, network: str = FEED_NET
 
 
 def cleanup_box_env(client: docker.DockerClient, env: BoxEnv, image_too: bool = True) -> None:
-    try:
-        _remove_box_env(client, env, image_too)
-    finally:
-        env.free_slots()  # only once its boxes are gone
-
-
-def _remove_box_env(client: docker.DockerClient, env: BoxEnv, image_too: bool) -> None:
     for c in client.containers.list(all=True, filters={"volume": env.volume}):
         c.remove(force=True)
     try:

@@ -39,10 +39,14 @@ def held() -> Iterator[None]:
 
 # `box start` refuses a box whose memory cap, with the other worker boxes', is more than
 # the engine has (lifecycle._refuse_if_seats_overfill): side by side, every test's box is
-# another seat to it. So a test holds one of these slots, machine-wide, from its first
-# command that may start a box until its box env is removed: as many as the engine takes.
+# another seat to it. So a test holds a slot, machine-wide, for each box it may start,
+# from that command to the test's end (tests remove their boxes by then): as many slots
+# as the engine takes boxes. Freed at the end of the test, never held across tests, so a
+# module's fixture cannot keep one while its next test waits for another.
 SLOT_PATH = "/tmp/imdt-worker-slot-{}.lock"
 SLOT_WAIT = 900.0  # seconds: longer than any test holds one
+_held: dict[object, int] = {}  # this test's slots, by the box they are for
+_held_lock = threading.Lock()
 
 
 def worker_slot(client: docker.DockerClient) -> int:
@@ -63,6 +67,21 @@ def worker_slot(client: docker.DockerClient) -> int:
         if time.monotonic() > deadline:
             raise AssertionError(f"no worker box slot of {count} came free in {SLOT_WAIT:.0f} s")
         time.sleep(0.2)
+
+
+def hold_worker_slot(client: docker.DockerClient, box: object) -> None:
+    """This test may start `box` (any key naming it): hold a slot for it until the test ends."""
+    with _held_lock:
+        if box not in _held:
+            _held[box] = worker_slot(client)
+
+
+def free_worker_slots() -> None:
+    """The test has ended (tests/conftest.py, after its fixtures removed its boxes)."""
+    with _held_lock:
+        for slot in _held.values():
+            os.close(slot)
+        _held.clear()
 
 
 class Machine:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from . import names
+from .throwaway import interruptible
 
 # What the Dockerfile COPYs; nothing else is sent to the engine.
 CONTEXT_FILES = ("Dockerfile", "entrypoint.sh", "image", "firewall", "worker", "browser", "ca")
@@ -133,7 +134,7 @@ def build_image(
     )
     image_id = None
     recent: list[str] = []
-    for event in stream:
+    for event in interruptible(stream):
         if "error" in event:
             detail = "\n".join(recent[-15:])
             raise BuildError(f"the image build failed: {event['error'].strip()}\n{detail}")

@@ -21,7 +21,7 @@ import docker.errors
 from . import hostaddrs, layout, names
 from .errors import BoxError
 from .runflags import STOP_TIMEOUT, SYSTEM_PATH, EngineLimits, RunFlags, image_reader_kwargs
-from .throwaway import throwaway
+from .throwaway import interruptible, throwaway
 
 WALLS_UP = b"walls up and verified"
 # Run a command in the running box exactly as the entrypoint runs the worker
@@ -493,7 +493,7 @@ def run_oneoff(
             container.put_archive(names.HOME, files)
         container.start()
         buf = b""
-        for chunk in container.logs(stream=True, follow=True):
+        for chunk in interruptible(container.logs(stream=True, follow=True)):
             buf += chunk
             while b"\n" in buf:
                 raw, buf = buf.split(b"\n", 1)

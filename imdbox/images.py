@@ -12,6 +12,7 @@ from . import build as build_mod
 from . import engine, names, ui
 from .errors import BoxError
 from .layout import CA_DIR
+from .throwaway import interruptible
 
 
 def pull(client, reference: str) -> None:
@@ -27,7 +28,7 @@ def pull(client, reference: str) -> None:
         with Progress(
             TextColumn("{task.description}"), BarColumn(), DownloadColumn(), console=ui.console(), transient=False
         ) as progress:
-            for event in client.api.pull(repo, tag=tag, stream=True, decode=True):
+            for event in interruptible(client.api.pull(repo, tag=tag, stream=True, decode=True)):
                 if "error" in event:
                     raise BoxError(f"could not pull {repo}:{tag}: {event['error'].strip()}")
                 layer = event.get("id")

@@ -21,6 +21,7 @@ from . import settings as settings_mod
 from .errors import BoxError
 from .runflags import STOP_TIMEOUT
 from .settings import RUNTIMES, check_concurrency, parse_runtimes
+from .throwaway import interruptible
 
 DEFAULT_WORKER_URL = "https://github.com/Identity-md/worker/releases/latest/download"
 # Passed through to install.sh when set (mirrors, tests).
@@ -337,7 +338,7 @@ def logs(since: Optional[str], follow: bool, tail: Optional[int]) -> None:
         kwargs["tail"] = tail
     out = os.fdopen(os.dup(1), "wb", buffering=0)
     try:
-        for chunk in container.logs(**kwargs):
+        for chunk in interruptible(container.logs(**kwargs)):
             out.write(chunk)
     except KeyboardInterrupt:
         pass

@@ -1,4 +1,5 @@
-"""Containers that live only for one block, whatever ends it (an error, Ctrl-C).
+"""Containers that live only for one block, whatever ends it (an error, Ctrl-C), and
+the engine's streams read so that Ctrl-C ends box at once.
 
 The SDK layer (engine.py), the host-address lister and `box check` all make them.
 """
@@ -6,10 +7,12 @@ The SDK layer (engine.py), the host-address lister and `box check` all make them
 from __future__ import annotations
 
 import contextlib
+import queue
 import signal
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
 import docker.errors
 
@@ -31,6 +34,41 @@ def sigint_held() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+T = TypeVar("T")
+STREAM_WAIT = 0.2  # seconds box waits at a time for the next piece of a stream
+
+
+def interruptible(stream: Iterable[T]) -> Iterator[T]:
+    """A stream from the engine (a box's output, a build's), read in a thread of its own.
+
+    Python runs a signal's handler between bytecodes. A Ctrl-C that lands after the last
+    such point and before the read blocks in recv() is seen only when recv returns: for a
+    box that prints nothing more (a download held up), never. The main thread here never
+    blocks in a read, only in waits of STREAM_WAIT, after which the Ctrl-C is seen."""
+    pieces: queue.SimpleQueue = queue.SimpleQueue()
+    end = object()
+
+    def pump() -> None:
+        try:
+            for piece in stream:
+                pieces.put((piece, None))
+            pieces.put((end, None))
+        except BaseException as exc:  # handed to the main thread, which raises it
+            pieces.put((end, exc))
+
+    threading.Thread(target=pump, name="imd-box-stream", daemon=True).start()
+    while True:
+        try:
+            piece, error = pieces.get(timeout=STREAM_WAIT)
+        except queue.Empty:
+            continue
+        if error is not None:
+            raise error
+        if piece is end:
+            return
+        yield piece
 
 
 @contextlib.contextmanager

@@ -141,6 +141,7 @@ def test_a_crashed_worker_comes_back_behind_its_walls(docker_client, bx, signal_
 # ------------------------------------------------------------------ two `box start` at once
 def test_two_starts_at_the_same_moment_make_one_box(docker_client, bx):
     before = kept_files(docker_client, bx)
+    bx.hold_slot()  # the box the two make
     argv = [sys.executable, "-m", "imdbox", "start"]
     procs = [
         subprocess.Popen(

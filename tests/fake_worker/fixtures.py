@@ -79,9 +79,16 @@ class BoxEnv:
 
     def run(self, *args: str, timeout: float = 300, **overrides: str) -> subprocess.CompletedProcess:
         seat, command = _seat_and_command(args)
-        if command in STARTS_A_BOX and self.client is not None:
-            hold_worker_slot(self.client, (self.volume, seat))  # tests/harness/machine.py says why
+        if command in STARTS_A_BOX:
+            self.hold_slot(seat)
         return run_box(*args, env=self.env(**overrides), timeout=timeout)
+
+    def hold_slot(self, seat: Optional[str] = None) -> None:
+        """A worker box slot for this env's (seat's) box until the test ends (tests/harness/
+        machine.py says why): `run` takes it itself; a test that starts a box with a
+        process of its own (two at once, one to interrupt) takes it first."""
+        if self.client is not None:
+            hold_worker_slot(self.client, (self.volume, seat))
 
 
 STARTS_A_BOX = ("start", "update", "runtime")  # the commands that may leave a worker box running

@@ -334,13 +334,14 @@ def test_the_box_comes_back_after_the_engine_restarts(docker_client, bx, topolog
     listening = {t.name: t.logs().count(b"listening:") for t in topology.containers}
     _restart_engine(docker_client)
     assert docker_client.info()["ID"]  # the session's client works after the restart
-    _up_again(c, walls_lines=2)  # its restart policy brought it back, behind walls verified again
     # The harness's listeners have no restart policy: they stayed down. `box check` aims at
-    # them (the internet, and Docker's resolver knows a listener by name), so start them again.
+    # them (the internet, and Docker's resolver knows a listener by name), so start them
+    # again, while the box comes back on its own.
     for t in topology.containers:
         t.reload()
         assert t.status == "exited", t.status
         t.start()
+    _up_again(c, walls_lines=2)  # its restart policy brought it back, behind walls verified again
     for t in topology.containers:
         _poll(f"{t.name} listening again", lambda t=t: t.logs().count(b"listening:") > listening[t.name], timeout=30)
     targets = tmp_path / "targets.json"

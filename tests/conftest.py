@@ -91,17 +91,18 @@ class _World:
             signal.signal(HUNG_SIGNAL, self._interrupt)
         self._stack = contextlib.ExitStack()
         self._made: dict[str, object] = {}
-        self._unusable: Optional[_Unusable] = None
+        self._failed: dict[str, _Unusable] = {}  # a step that failed, by name
 
     def _once(self, what: str, make):
-        """`make()` the first time, its result after; a step that failed fails the same way again."""
-        if self._unusable:
-            raise self._unusable
+        """`make()` the first time, its result after; a step that failed fails the same way
+        again, and so does every step made from it (it asks for the failed one)."""
+        if what in self._failed:
+            raise self._failed[what]
         if what not in self._made:
             try:
                 self._made[what] = make()
             except _Unusable as exc:
-                self._unusable = exc
+                self._failed[what] = exc
                 raise
         return self._made[what]
 
@@ -167,6 +168,25 @@ class _World:
 
         return self._once("feed", start)
 
+    def set_up(self):
+        """The run's one real `box setup` (a BoxEnv) that tests not about setup start from:
+        each takes a copy of its volume (`copy_of` in tests/fake_worker/fixtures.py), never
+        changing it. Made once, by a parallel run's controller for all its workers."""
+        from tests.fake_worker.fixtures import BoxEnv, set_up_env
+
+        def make():
+            if self.given:
+                if self.given.get("set_up_unusable"):
+                    raise _Unusable(*self.given["set_up_unusable"])
+                return BoxEnv(**self.given["set_up"], client=self.client())
+            self.feed()
+            try:
+                return self._stack.enter_context(set_up_env(self.client(), self.image()))
+            except AssertionError as exc:  # box setup failed: its output says why
+                raise _Unusable(f"the run's one `box setup` failed: {exc}", fail=True) from None
+
+        return self._once("set_up", make)
+
     def make_all(self) -> dict:
         """Everything, now (a parallel run's controller): what its workers are given."""
         try:
@@ -175,7 +195,13 @@ class _World:
             return {"unusable": (str(exc), exc.fail)}
         except Exception as exc:  # a listener that died, say: every test that needs the world fails with it
             return {"unusable": (f"could not make the test world: {exc}", True)}
-        return {"image": self.image()}
+        given = {"image": self.image()}
+        try:  # only the tests that start from it fail without it
+            env = self.set_up()
+            given["set_up"] = {"image": env.image, "container": env.container, "volume": env.volume}
+        except _Unusable as exc:
+            given["set_up_unusable"] = (str(exc), exc.fail)
+        return given
 
     def _engine_hung(self, reason: str) -> None:
         """A stuck engine answers no test again: the run ends now, not when every call has
@@ -267,15 +293,7 @@ def _worker_slots():
     free_worker_slots()
 
 
-@pytest.fixture(scope="session")
-def set_up(docker_client, box_image, feed):
-    """The session's one real `box setup` that tests not about setup start from: each takes
-    a copy of its volume (`copy_of` in tests/fake_worker/fixtures.py). The tests of setup
-    itself run it in their own volume."""
-    from tests.fake_worker.fixtures import set_up_env
-
-    with set_up_env(docker_client, box_image) as env:
-        yield env
+set_up = _from_world("set_up", "set_up")
 
 
 @pytest.fixture(scope="session")

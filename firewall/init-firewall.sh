@@ -103,15 +103,32 @@ V6=(
   "-A OUTPUT $REJECT_V6"
 )
 
-apply() { # apply TOOL RULE...: flush the filter table, then set each rule, naming any that fails
+apply() { # apply TOOL RULE...: the filter table becomes exactly these rules, in one transaction
+  # TOOL-restore replaces the whole table (its rules and user chains) at once, or, on any
+  # error, changes nothing (the box then stops here); one process, not one per rule.
+  # The rules are in `iptables -S` form: -P policies, then -A rules.
   local tool=$1; shift
-  "$tool" -w -F || die "$tool: cannot flush the filter table"
-  "$tool" -w -X || die "$tool: cannot delete user chains"
-  local rule
+  local input rule chain policy out line
+  input="*filter"
   for rule in "$@"; do
-    read -r -a words <<<"$rule"
-    "$tool" -w "${words[@]}" || die "$tool: rule did not apply: $rule"
+    case $rule in
+      "-P "*) read -r _ chain policy <<<"$rule"; input+=$'\n'":$chain $policy [0:0]" ;;
+      "-A "*) ;;
+      *) die "$tool: not a rule this script writes: $rule" ;;
+    esac
   done
+  for rule in "$@"; do
+    if [[ $rule == "-A "* ]]; then input+=$'\n'"$rule"; fi
+  done
+  input+=$'\n'"COMMIT"
+  if ! out=$("$tool-restore" -w 2>&1 <<<"$input"); then
+    # Its first line says what is wrong; the line it names is the rule, unless the kernel
+    # refused the whole table at COMMIT (nf_tables checks a rule's target only there).
+    line=$(sed -n 's/^Error occurred at line: \([0-9]*\)$/\1/p' <<<"$out")
+    rule=$(if [ -n "$line" ]; then sed -n "${line}p" <<<"$input"; fi)
+    [ "$rule" != COMMIT ] || rule=""
+    die "$tool: the rules did not apply: $(head -1 <<<"$out")${rule:+ (at: $rule)}"
+  fi
 }
 
 verify() { # verify TOOL RULE...: the table must read back as exactly these rules, in order

@@ -424,32 +424,48 @@ def test_a_malformed_host_address_stops_the_box(docker_client, box_image, topolo
     assert "is not an IPv4 address" in logs, logs
 
 
-FAKE_IPTABLES = """#!/bin/bash
-# A test's stand-in: silently skips the rule refusing other DNS servers.
-case "$*" in *"--dport 53 -j REJECT"*) exit 0 ;; esac
-exec /usr/sbin/iptables-nft "$@"
+FAKE_IPTABLES_RESTORE = """#!/bin/bash
+# A test's stand-in: silently drops the rules refusing other DNS servers from the table.
+grep -v -e '--dport 53 -j REJECT' | exec /usr/sbin/iptables-nft-restore "$@"
+"""
+# Another: the table it is given gains a rule the kernel refuses, so none of it applies.
+REFUSED_IPTABLES_RESTORE = """#!/bin/bash
+sed 's|^COMMIT$|-A OUTPUT -d 192.0.2.1/99 -j ACCEPT\\nCOMMIT|' | exec /usr/sbin/iptables-nft-restore "$@"
 """
 
 
-def test_a_rule_that_does_not_read_back_stops_the_box(docker_client, box_image, topology, test_volume, tmp_path):
-    """The entrypoint reads every rule back: one silently missing rule fails closed."""
-    fake = tmp_path / "iptables"
-    fake.write_text(FAKE_IPTABLES)
+def _shadowed_restore(tmp_path, text: str):
+    """A mutate that puts `text` where the firewall finds iptables-restore (the real one
+    stays reachable as iptables-nft-restore)."""
+    fake = tmp_path / "iptables-restore"
+    fake.write_text(text)
     fake.chmod(0o755)
 
-    def lying_iptables(kwargs):
-        # Shadow the usual name; the real one stays reachable as iptables-nft.
+    def mutate(kwargs):
         kwargs["entrypoint"] = [
             "/usr/bin/tini", "--", "bash", "-c",
-            "rm /usr/sbin/iptables && cp /fake/iptables /usr/sbin/iptables "
+            "rm /usr/sbin/iptables-restore && cp /fake/iptables-restore /usr/sbin/iptables-restore "
             '&& exec /usr/local/bin/entrypoint.sh "$@"', "entrypoint",
         ]  # fmt: skip
         kwargs["volumes"] = {**kwargs["volumes"], str(tmp_path): {"bind": "/fake", "mode": "ro"}}
         kwargs["read_only"] = False  # the stand-in replaces an image file
 
-    logs = _exits_without_running(docker_client, box_image, topology, test_volume, lying_iptables)
+    return mutate
+
+
+def test_a_rule_that_does_not_read_back_stops_the_box(docker_client, box_image, topology, test_volume, tmp_path):
+    """The entrypoint reads every rule back: one silently missing rule fails closed."""
+    lying = _shadowed_restore(tmp_path, FAKE_IPTABLES_RESTORE)
+    logs = _exits_without_running(docker_client, box_image, topology, test_volume, lying)
     assert "rules did not read back" in logs, logs
     assert "--dport 53 -j REJECT" in logs, "the entrypoint says which rule is missing"
+
+
+def test_a_table_the_kernel_refuses_stops_the_box(docker_client, box_image, topology, test_volume, tmp_path):
+    """The table is set in one transaction; refused, the box stops and says why."""
+    refused = _shadowed_restore(tmp_path, REFUSED_IPTABLES_RESTORE)
+    logs = _exits_without_running(docker_client, box_image, topology, test_volume, refused)
+    assert "the rules did not apply" in logs and "invalid mask" in logs, logs
 
 
 # --- the flags as the engine applied them ---------------------------------------------

@@ -28,8 +28,9 @@ from tests.harness.topology import check_targets
 # Everything the root side calls, and then some: the entrypoint, the firewall,
 # as-imd, tini, and what a careless root would reach for.
 ROOT_COMMANDS = (
-    "awk", "bash", "cat", "diff", "env", "getent", "grep", "head", "id", "ip", "ip6tables", "iptables",
-    "iptables-nft", "ls", "node", "setpriv", "sh", "sort", "tini", "timeout", "tr", "umask",
+    "awk", "bash", "cat", "diff", "env", "getent", "grep", "head", "id", "ip", "ip6tables", "ip6tables-restore",
+    "iptables", "iptables-nft", "iptables-restore", "ls", "node", "sed", "setpriv", "sh", "sort", "tini", "timeout",
+    "tr", "umask",
 )  # fmt: skip
 PATH_DIRS = ("~/.npm-global/bin", "~/.local/bin", "~/bin")
 LOG = "/home/imd/planted/ran"

@@ -9,13 +9,13 @@ What stays as in a fresh process: each command is a process of its own (its own 
 exit code, signals, file descriptors 0-2, working directory, environment), and box's
 own modules are imported anew in it, because imdbox reads its environment when imported
 (names: the seat, image, network). Only the libraries in PRELOAD are loaded ahead, and
-they read the variables a test varies only when called, never when imported
-(tests/test_harness_unit.py checks that); cli.py sends a command whose environment
-differs in any other variable to a fresh process instead.
+they read the variables a test varies (CALL_TIME_ENV) only when called, never when
+imported (tests/test_zygote.py checks that); a command whose environment differs in any
+other variable goes to a server started with that environment.
 
 Protocol, one Unix connection per command: the client sends the command as JSON with
-its stdin, stdout and stderr as SCM_RIGHTS descriptors; the answer is a line
-`pid N`, then `exit CODE` once it has ended.
+its stdin, stdout and stderr as SCM_RIGHTS descriptors, then shuts its side; the answer
+is a line `pid N`, then `exit CODE` once it has ended.
 """
 
 from __future__ import annotations
@@ -79,6 +79,7 @@ class Zygote:
                 conn.connect(self.path)
                 request = json.dumps({"args": args, "env": env, "cwd": cwd}).encode()
                 socket.send_fds(conn, [request], [stdin, out_w, err_w])
+                conn.shutdown(socket.SHUT_WR)  # the request's end
             finally:
                 for fd in (stdin, out_w, err_w):
                     os.close(fd)
@@ -167,7 +168,9 @@ def serve(path: str) -> None:
             return
         if listener in readable:
             conn, _ = listener.accept()
-            request, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+            request, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)  # the descriptors come first
+            while chunk := conn.recv(1 << 16):
+                request += chunk
             if os.fork() == 0:
                 listener.close()
                 _wait_for(conn, json.loads(request), fds)
@@ -193,8 +196,8 @@ def _wait_for(conn: socket.socket, request: dict, fds: list[int]) -> None:
 
 def _command(request: dict, fds: list[int]) -> None:
     """`python -m imdbox ARGS`, as the interpreter would run it, then exit."""
+    import atexit
     import runpy
-    import threading
     import traceback
 
     for target, fd in enumerate(fds):
@@ -215,8 +218,6 @@ def _command(request: dict, fds: list[int]) -> None:
     # The interpreter's own way out: wait for non-daemon threads, run atexit, flush.
     try:
         threading._shutdown()  # type: ignore[attr-defined]
-        import atexit
-
         atexit._run_exitfuncs()
         sys.stdout.flush()
         sys.stderr.flush()

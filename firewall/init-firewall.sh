@@ -106,7 +106,9 @@ V6=(
 apply() { # apply TOOL RULE...: the filter table becomes exactly these rules, in one transaction
   # TOOL-restore replaces the whole table (its rules and user chains) at once, or, on any
   # error, changes nothing (the box then stops here); one process, not one per rule.
-  # The rules are in `iptables -S` form: -P policies, then -A rules.
+  # The rules are in `iptables -S` form: -P policies, then -A rules. Every address in one
+  # passed ipv4_addrs or the OCTET check above, so no rule holds a newline: none can add a
+  # line of its own (another table, a COMMIT) to what TOOL-restore reads.
   local tool=$1; shift
   local input rule chain policy out line
   input="*filter"

@@ -96,7 +96,7 @@ def test_worker_slots_are_as_many_as_the_engine_takes_boxes(docker_client, tmp_p
     monkeypatch.setattr(machine, "SLOT_PATH", str(tmp_path / "slot-{}.lock"))  # not the run's own
     monkeypatch.setattr(machine, "SLOT_WAIT", 0.5)
     limits = EngineLimits.from_info(docker_client.info())
-    count = max(1, limits.memory // limits.box_memory)
+    count = machine.slot_count(docker_client)
     # As many boxes as `box start` lets run side by side (each cap, with the others', fits).
     assert count * limits.box_memory <= limits.memory < (count + 1) * limits.box_memory
     held = [machine.worker_slot(docker_client) for _ in range(count)]
@@ -109,7 +109,6 @@ def test_worker_slots_are_as_many_as_the_engine_takes_boxes(docker_client, tmp_p
 
 
 def test_a_tests_slots_are_one_per_box_and_freed_at_its_end(docker_client, tmp_path, monkeypatch):
-    from imdbox.runflags import EngineLimits
     from tests.harness import machine
 
     monkeypatch.setattr(machine, "SLOT_PATH", str(tmp_path / "slot-{}.lock"))
@@ -120,8 +119,7 @@ def test_a_tests_slots_are_one_per_box_and_freed_at_its_end(docker_client, tmp_p
     machine.free_worker_slots()
     assert machine._held == {}
     # Freed: every slot can be taken again, without waiting.
-    limits = EngineLimits.from_info(docker_client.info())
     monkeypatch.setattr(machine, "SLOT_WAIT", 0)
-    for _ in range(max(1, limits.memory // limits.box_memory)):
+    for _ in range(machine.slot_count(docker_client)):
         machine.hold_worker_slot(docker_client, object())
     machine.free_worker_slots()

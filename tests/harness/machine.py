@@ -49,12 +49,17 @@ _held: dict[object, int] = {}  # this test's slots, by the box they are for
 _held_lock = threading.Lock()
 
 
+def slot_count(client: docker.DockerClient) -> int:
+    """As many as `box start` lets run side by side: each box's cap, with the others', fits."""
+    from imdbox import engine
+
+    limits = engine.limits(client)
+    return max(1, limits.memory // limits.box_memory)
+
+
 def worker_slot(client: docker.DockerClient) -> int:
     """A free slot (the descriptor of a locked file: os.close frees it); waits for one."""
-    from imdbox.runflags import EngineLimits
-
-    limits = EngineLimits.from_info(client.info())
-    count = max(1, limits.memory // limits.box_memory)
+    count = slot_count(client)
     deadline = time.monotonic() + SLOT_WAIT
     while True:
         for i in range(count):

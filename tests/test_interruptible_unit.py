@@ -9,6 +9,7 @@ Ctrl-C) happens every time."""
 
 from __future__ import annotations
 
+import select
 import subprocess
 import sys
 
@@ -21,8 +22,11 @@ import signal, socket, sys, threading, time
 from imdbox.throwaway import interruptible
 
 silent, _other_end = socket.socketpair()  # an engine stream that sends nothing
+reading = threading.Event()
+sent = None
 
 def stream():
+    reading.set()
     while True:
         data = silent.recv(4096)
         if not data:
@@ -30,31 +34,56 @@ def stream():
         yield data
 
 def ctrl_c_in_another_thread():
-    time.sleep(0.5)  # the main thread is blocked by now
+    global sent
+    reading.wait()
+    time.sleep(0.5)  # a few bytecodes from the read: the main thread is blocked by now
+    sent = time.monotonic()
+    print("sent", flush=True)
     signal.pthread_kill(threading.get_ident(), signal.SIGINT)
 
 threading.Thread(target=ctrl_c_in_another_thread, daemon=True).start()
-began = time.monotonic()
 try:
     for _ in (interruptible(stream()) if sys.argv[1] == "interruptible" else stream()):
         pass
 except KeyboardInterrupt:
-    print(f"interrupted after {time.monotonic() - began:.2f} s")
+    print(f"interrupted after {time.monotonic() - sent:.2f} s", flush=True)
 """
+START = 60  # seconds for Python to start and reach the read, on cores other tests share
+HEARD = 1.5  # seconds from the Ctrl-C to box hearing it
 
 
-def _read_silent_stream(how: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", PROGRAM, how], cwd=names.REPO_ROOT, capture_output=True, text=True, timeout=5
-    )
+def _read_silent_stream(how: str) -> subprocess.Popen:
+    """The program, once its Ctrl-C is sent (its first line)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PROGRAM, how], cwd=names.REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    ready, _, _ = select.select([proc.stdout], [], [], START)
+    line = proc.stdout.readline() if ready else ""
+    if line != "sent\n":
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"the program did not reach its read in {START} s: {line}{out}{err}")
+    return proc
 
 
 def test_ctrl_c_ends_a_read_of_a_silent_stream_even_when_it_lands_elsewhere():
-    r = _read_silent_stream("interruptible")
-    assert r.returncode == 0 and r.stdout.startswith("interrupted after "), r.stdout + r.stderr
-    assert float(r.stdout.split()[2]) < 1.5, r.stdout
+    proc = _read_silent_stream("interruptible")
+    try:
+        out, err = proc.communicate(timeout=HEARD + 5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"Ctrl-C was not heard: {out}{err}")
+    assert proc.returncode == 0 and out.startswith("interrupted after "), out + err
+    assert float(out.split()[2]) < HEARD, out
 
 
 def test_breaking_twin_the_plain_read_never_hears_it():
-    with pytest.raises(subprocess.TimeoutExpired):
-        _read_silent_stream("plain")
+    proc = _read_silent_stream("plain")
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            proc.communicate(timeout=3)
+    finally:
+        proc.kill()
+        proc.communicate()

@@ -21,6 +21,8 @@ PROGRAM = """
 import signal, socket, sys, threading, time
 from imdbox.throwaway import interruptible
 
+# As box's main() does: a run started in the background (CI's) inherits SIGINT ignored.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 silent, _other_end = socket.socketpair()  # an engine stream that sends nothing
 reading = threading.Event()
 sent = None

@@ -4,18 +4,22 @@ Under CI=true a missing Docker engine fails the run; elsewhere the tests that
 need it skip with the reason.
 
 A run's engine, image, topology and feed are its world (`_World`): made on first use,
-ended with the run. With `-n N` (pytest-xdist) the controller makes the whole world before
-its workers start, and each worker attaches to it: the workers' tests run side by side in
+ended with the run. With `-n N` (pytest-xdist) the controller makes the whole world while
+its workers start, and each worker attaches to it once it is made: the tests that need no
+world (WORLD_FIXTURES) go first and run meanwhile, the workers' tests run side by side in
 one world, and the one leak sweep comes after all of them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import shutil
 import signal
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -30,7 +34,14 @@ ENGINE_RESTART = "engine_restart"
 ALONE = "alone"
 NOT_SIDE_BY_SIDE = (ENGINE_RESTART, ALONE)  # what a parallel run's workers leave out
 WORLD = pytest.StashKey["_World"]()
-GIVEN = pytest.StashKey[dict]()  # a parallel run's world, as its workers are given it
+MAKER = pytest.StashKey[threading.Thread]()  # the controller's thread that makes the world
+GIVEN = pytest.StashKey[str]()  # where a parallel run's controller hands its workers the world it made
+# The session fixtures that are the world: a test that asks for none of them (directly or
+# through another fixture) needs no engine, and a worker runs it while the world is made.
+WORLD_FIXTURES = frozenset({"docker_client", "box_image", "topology", "feed", "set_up"})
+# How long a worker waits for the world: the controller may be building the image on a
+# fresh machine (minutes), and making the one real `box setup` after it.
+WORLD_WAIT = 3600.0
 # How the engine watch stops the run: a signal of the harness's own, not SIGINT, which a run
 # started in the background (and an xdist worker's children) inherit ignored.
 HUNG_SIGNAL = signal.SIGUSR2
@@ -59,6 +70,9 @@ def pytest_collection_modifyitems(config, items):
         if apart:
             config.hook.pytest_deselected(items=apart)
             items[:] = [item for item in items if item not in apart]
+        # The same order in every worker (xdist requires it): the tests that need no world
+        # first, so that the workers have work while the controller makes it.
+        items.sort(key=lambda item: bool(WORLD_FIXTURES & set(item.fixturenames)))
         return
     last = [item for item in items if item.get_closest_marker(ENGINE_RESTART)]
     if last:
@@ -79,11 +93,12 @@ class _Unusable(Exception):
 
 
 class _World:
-    """What a run's tests share. `given` is what a parallel run's controller made (a
-    worker's world only attaches to it)."""
+    """What a run's tests share. A worker's world only attaches to what the parallel run's
+    controller made: `given_at` is the file the controller writes it to when it is made."""
 
-    def __init__(self, given: Optional[dict] = None):
-        self.given = given
+    def __init__(self, given_at: Optional[str] = None):
+        self._given_at = given_at
+        self._given: Optional[dict] = None
         self.machine: Optional[Machine] = None  # the engine, held: not in a worker
         self.leaked: list[str] = []
         self.hung: Optional[str] = None  # why the engine stopped answering (Machine's watch)
@@ -92,6 +107,14 @@ class _World:
         self._stack = contextlib.ExitStack()
         self._made: dict[str, object] = {}
         self._failed: dict[str, _Unusable] = {}  # a step that failed, by name
+
+    @property
+    def given(self) -> Optional[dict]:
+        """A worker's: what the controller made, waited for the first time a test needs it.
+        None in the controller and in a run without -n, which make the world themselves."""
+        if self._given is None and self._given_at is not None:
+            self._given = _wait_for_world(Path(self._given_at))
+        return self._given
 
     def _once(self, what: str, make):
         """`make()` the first time, its result after; a step that failed fails the same way
@@ -213,11 +236,37 @@ class _World:
     def _interrupt(self, signum, frame):
         raise KeyboardInterrupt(self.hung)
 
+    def hand_over(self, path: Path) -> threading.Thread:
+        """A parallel run's controller: make everything in a thread of its own, while the
+        workers start, then write what they are given to `path` (whole, in one rename)."""
+
+        def make():
+            try:
+                given = self.make_all()
+            except BaseException as exc:  # the workers wait for the file: it is written whatever happens
+                given = {"unusable": (f"could not make the test world: {exc}", True)}
+            partial = path.with_suffix(".partial")
+            partial.write_text(json.dumps(given))
+            os.replace(partial, path)
+
+        thread = threading.Thread(target=make, name="imdt-world", daemon=True)
+        thread.start()
+        return thread
+
     def end(self) -> None:
         """Everything this world made goes, in the reverse order it was made; on a stuck engine
         nothing can go (each call would only wait out its timeout): the next run sweeps it."""
         if not self.hung:
             self._stack.close()
+
+
+def _wait_for_world(path: Path) -> dict:
+    deadline = time.monotonic() + WORLD_WAIT
+    while not path.exists():
+        if time.monotonic() > deadline:
+            return {"unusable": (f"the controller made no test world in {WORLD_WAIT:.0f} s ({path})", True)}
+        time.sleep(0.1)
+    return json.loads(path.read_text())
 
 
 def _is_worker(config) -> bool:
@@ -233,7 +282,9 @@ def pytest_sessionstart(session):
     world = _World(config.workerinput.get("imdt_world") if _is_worker(config) else None)
     config.stash[WORLD] = world
     if _is_controller(config):
-        config.stash[GIVEN] = world.make_all()
+        path = Path(tempfile.mkdtemp(prefix="imdt-world-")) / "given.json"
+        config.stash[GIVEN] = str(path)
+        config.stash[MAKER] = world.hand_over(path)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -245,6 +296,11 @@ def pytest_sessionfinish(session):
     world = session.config.stash.get(WORLD, None)
     if world is None:
         return
+    maker = session.config.stash.get(MAKER, None)
+    if maker is not None and not world.hung:  # a run cut short while the world is made: it ends whole
+        maker.join()
+    if _is_controller(session.config):
+        shutil.rmtree(Path(session.config.stash[GIVEN]).parent, ignore_errors=True)
     world.end()
     if world.leaked or world.hung:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

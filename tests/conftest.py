@@ -5,9 +5,9 @@ need it skip with the reason.
 
 A run's engine, image, topology and feed are its world (`_World`): made on first use,
 ended with the run. With `-n N` (pytest-xdist) the controller makes the whole world while
-its workers start, and each worker attaches to it once it is made: the tests that need no
-world (WORLD_FIXTURES) go first and run meanwhile, the workers' tests run side by side in
-one world, and the one leak sweep comes after all of them.
+its workers start and collect, and each worker attaches to it when a test first needs it:
+the workers' tests run side by side in one world, and the one leak sweep comes after all
+of them.
 """
 
 from __future__ import annotations
@@ -37,8 +37,10 @@ WORLD = pytest.StashKey["_World"]()
 MAKER = pytest.StashKey[threading.Thread]()  # the controller's thread that makes the world
 GIVEN = pytest.StashKey[str]()  # where a parallel run's controller hands its workers the world it made
 # The session fixtures that are the world: a test that asks for none of them (directly or
-# through another fixture) needs no engine, and a worker runs it while the world is made.
-WORLD_FIXTURES = frozenset({"docker_client", "box_image", "topology", "feed", "set_up"})
+# through another fixture) needs no engine, and takes seconds at most. (Every fixture that
+# asks for the world's `feed` asks for docker_client too; test_worker_scripts has a `feed`
+# of its own.)
+WORLD_FIXTURES = frozenset({"docker_client", "box_image", "topology", "set_up"})
 # How long a worker waits for the world: the controller may be building the image on a
 # fresh machine (minutes), and making the one real `box setup` after it.
 WORLD_WAIT = 3600.0
@@ -70,9 +72,10 @@ def pytest_collection_modifyitems(config, items):
         if apart:
             config.hook.pytest_deselected(items=apart)
             items[:] = [item for item in items if item not in apart]
-        # The same order in every worker (xdist requires it): the tests that need no world
-        # first, so that the workers have work while the controller makes it.
-        items.sort(key=lambda item: bool(WORLD_FIXTURES & set(item.fixturenames)))
+        # The same order in every worker (xdist requires it). xdist hands out the groups
+        # first, then the other tests in this order: those that need no world go last, so
+        # that short tests, not a box's 20 s, fill the end of the run while others finish.
+        items.sort(key=lambda item: not WORLD_FIXTURES & set(item.fixturenames))
         return
     last = [item for item in items if item.get_closest_marker(ENGINE_RESTART)]
     if last:

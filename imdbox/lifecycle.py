@@ -47,6 +47,8 @@ def install_env(runtimes: Sequence[str], concurrency: int, worker_url: Optional[
 
 
 def _print_box_line(line: str) -> None:
+    if worker.is_passed_on(line):
+        return
     if line.startswith("imd-box firewall:") or line.startswith("imd-box: FAILED"):
         ui.dim(line) if "FAILED" not in line else ui.say(line, style="red")
     else:
@@ -58,8 +60,8 @@ def _print_box_line(line: str) -> None:
 _VOLUME_FULL = ("the volume is full", "No space left on device", "ENOSPC")
 
 
-def run_install(client, mode: str, env: dict[str, str], grok_key: Optional[str] = None, again: str = "setup") -> None:
-    """`again`: the box command to run again once the volume has room."""
+def run_install(client, mode: str, env: dict[str, str], grok_key: Optional[str] = None, again: str = "setup") -> str:
+    """The install box's output. `again`: the box command to run again once the volume has room."""
     files = None
     if grok_key:
         env = {**env, "IMD_BOX_GROK_KEY_FILE": GROK_KEY_STAGE}
@@ -74,11 +76,14 @@ def run_install(client, mode: str, env: dict[str, str], grok_key: Optional[str] 
                 f"Settings → Resources), then run `{names.box_command(again)}` again"
             )
         raise BoxError(f"install failed: {engine.last_error(out)}")
+    return out
 
 
-def worker_help(client) -> worker.WorkerHelp:
-    """The installed worker's own `imd help`, read in a one-off box."""
-    code, text = engine.run_oneoff(client, engine.flags(client, "status", worker.HELP_COMMAND))
+def worker_help(client, install_output: str = "") -> worker.WorkerHelp:
+    """The installed worker's own `imd help`: as the worker's install box passed it on, or
+    read in a one-off box."""
+    passed_on = worker.help_passed_on(install_output)
+    code, text = passed_on or engine.run_oneoff(client, engine.flags(client, "status", worker.HELP_COMMAND))
     if code != 0:
         raise BoxError(
             f"the installed worker did not answer `imd help` ({engine.last_error(text)}): "
@@ -169,9 +174,9 @@ def setup(
 
     env = {**install_env(runtimes, concurrency, worker_url or DEFAULT_WORKER_URL), **browser.offer_env()}
     ui.step("installing the worker into the volume, inside a box with the same walls")
-    run_install(client, "worker", env)
+    out = run_install(client, "worker", env)
     # Only now is the worker there to say what it runs.
-    problem = worker.runtime_problem(runtimes, worker_help(client))
+    problem = worker.runtime_problem(runtimes, worker_help(client, out))
     if problem:
         raise BoxError(f"{problem}; the worker is installed, the runtime setting was not changed")
     ui.step("installing " + ", ".join(runtimes) + " into the volume, inside a box with the same walls")

@@ -23,6 +23,11 @@ from typing import Optional
 
 HELP_COMMAND = ["imd", "help"]
 STATUS_COMMAND = ["imd", "status"]
+# `install.sh worker` reads the help it installed, and passes it on: each of its lines after
+# HELP_LINE, then `imd help`'s exit code after HELP_EXIT. `box setup` reads the runtimes from
+# that, with no box of its own to ask the worker again.
+HELP_LINE = "imd-box: help| "
+HELP_EXIT = "imd-box: help exit "
 
 _VERSION = re.compile(r"^imd\b.*\(v([^()\s]+)\)\s*$")
 _RUNTIME_OPTION = re.compile(r"^\s*--runtime <([^>]*)>\s+[^:]*:\s*(.+?)\.(?:\s|$)")
@@ -44,6 +49,21 @@ class WorkerHelp:
         if self.takes_list:
             return f"any of {', '.join(self.runtimes)}, several at once"
         return f"one of {', '.join(self.runtimes)}, one at a time"
+
+
+def is_passed_on(line: str) -> bool:
+    """A line of the help install.sh passed on: for box to read, not for the user."""
+    return line.startswith((HELP_LINE, HELP_EXIT))
+
+
+def help_passed_on(output: str) -> Optional[tuple[int, str]]:
+    """(`imd help`'s exit code, its text) as `install.sh worker` passed them on; None when
+    the output has no such help (an image whose install.sh does not pass it on)."""
+    lines = output.splitlines()
+    codes = [line[len(HELP_EXIT) :] for line in lines if line.startswith(HELP_EXIT)]
+    if len(codes) != 1 or not codes[0].isdigit():
+        return None
+    return int(codes[0]), "\n".join(line[len(HELP_LINE) :] for line in lines if line.startswith(HELP_LINE))
 
 
 def parse_help(text: str) -> WorkerHelp:

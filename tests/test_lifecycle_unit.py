@@ -564,3 +564,47 @@ def test_setup_under_a_seat_tells_the_launcher_command_for_it(world):
     result = box("setup", "--no-shell")  # no seat: as before
     assert result.exit_code == 0, result.output
     assert "(`./box shell`)" in result.stdout and "run `./box start`." in result.stdout
+
+
+def passed_on(help_text: str, code: int = 0) -> str:
+    """What `install.sh worker` prints after the install: the help it read, for box."""
+    lines = [worker.HELP_LINE + line for line in help_text.splitlines()]
+    return "\n".join(["imd-box: worker installed: 0.1.0+47df9c68", *lines, f"{worker.HELP_EXIT}{code}"])
+
+
+def test_setup_reads_the_runtimes_from_the_help_the_install_passed_on(world):
+    def install(role, command, env):
+        return (0, passed_on(REAL_HELP)) if command == [layout.INSTALL_SH, "worker"] else (0, "")
+
+    world.oneoff = install
+    result = box("setup", "--no-shell")
+    assert result.exit_code == 0, result.output
+    assert world.log == [f"oneoff setup {layout.INSTALL_SH} worker", f"oneoff setup {layout.INSTALL_SH} agents"]
+    assert worker.HELP_LINE.strip() not in result.output  # for box, not the user
+    # What it read is the worker's: a runtime it cannot run is refused before the agents.
+    world.log.clear()
+    result = box("setup", "--no-shell", "--runtime", "claude,codex")
+    assert "this worker runs one runtime at a time" in one_error_line(result)
+    assert world.log == [f"oneoff setup {layout.INSTALL_SH} worker"]
+    # A help that failed is said as before.
+    world.oneoff = lambda role, command, env: (0, passed_on("node: not found", code=127))
+    assert "did not answer `imd help` (node: not found)" in one_error_line(box("setup", "--no-shell"))
+
+
+def test_breaking_twin_an_install_that_passes_on_no_help_costs_a_box_to_ask(world):
+    """An image whose install.sh passes nothing on (an older one, pulled): box asks the worker."""
+    world.oneoff = lambda role, command, env: (0, REAL_HELP if command == ["imd", "help"] else "")
+    result = box("setup", "--no-shell")
+    assert result.exit_code == 0, result.output
+    assert world.log == [
+        f"oneoff setup {layout.INSTALL_SH} worker",
+        "oneoff status imd help",
+        f"oneoff setup {layout.INSTALL_SH} agents",
+    ]
+
+
+def test_only_a_whole_passed_on_help_is_read():
+    assert worker.help_passed_on(passed_on("a\nb")) == (0, "a\nb")
+    assert worker.help_passed_on("imd-box: worker installed") is None
+    assert worker.help_passed_on(f"{worker.HELP_EXIT}x") is None
+    assert worker.help_passed_on(f"{worker.HELP_EXIT}0\n{worker.HELP_EXIT}0") is None

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from imdbox import browser, names
+from imdbox import browser, names, worker
 from tests import fake_worker
 
 INSTALL = names.REPO_ROOT / "worker" / "install.sh"
@@ -112,6 +112,8 @@ def test_install_verifies_then_installs_and_offers_the_browser(home, feed, probe
     assert f"worker installed: {V1} (the release's build.json: daemonVersion {V1}, sourceCommit 00000001" in r.stdout
     assert _installed_version(env) == f"imd — IdentityMD contributor daemon (v{V1})"
     assert json.loads((home / ".imd-box" / "worker-build.json").read_text())["daemonVersion"] == V1
+    # The help it read, passed on whole for box to read the runtimes from (no box of its own).
+    assert worker.help_passed_on(r.stdout) == (0, _imd(env, "help").stdout.rstrip("\n"))
     # The worker's own syntax, its answer passed on, and the entry it wrote.
     assert "browser configured in" in r.stdout and "ready — restart `imd start` to advertise it" in r.stdout
     assert f"offered to the worker as the tool 'browser' ({probe_ok}, {len(browser.TOOLS)} methods)" in r.stdout

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Runs as `imd` inside a one-off box with the worker's own walls (started by
 # `box setup`, `box update` and `box runtime`). Everything lands in the volume:
-#   install.sh worker   the worker release (verified), then the browser offered to it
+#   install.sh worker   the worker release (verified), then the browser offered to it,
+#                       then the worker's help passed on to box
 #   install.sh agents   the agent CLIs, the Grok CLI's key if handed in, the settings
 # Which runtimes the worker can run is decided by `box` (from the worker's own
 # help) between the two.
@@ -160,9 +161,20 @@ install_worker() {
   # The worker has no --version: line 1 of its help names it,
   # `imd — IdentityMD contributor daemon (v<daemonVersion>)`, as build.json does.
   local version
-  worker_help=$(imd help 2>&1 || true) # offer_browser is given it too
+  help_code=0
+  worker_help=$(imd help 2>&1) || help_code=$? # offer_browser is given it too, and box (pass_on_help)
   version=$(sed -n '1s/.*(v\([^()]*\))$/\1/p' <<<"$worker_help")
   say "worker installed: ${version:-?} (the release's build.json: daemonVersion $(build_field daemonVersion "$state/worker-build.json"), sourceCommit $(build_field sourceCommit "$state/worker-build.json"))"
+}
+
+# The help as it was read, for box to read the worker's runtimes from (imdbox/worker.py,
+# HELP_LINE and HELP_EXIT): box asks no box of its own for it.
+pass_on_help() {
+  local line
+  while IFS= read -r line; do
+    printf 'imd-box: help| %s\n' "$line"
+  done <<<"$worker_help"
+  echo "imd-box: help exit $help_code"
 }
 
 build_field() {
@@ -244,6 +256,7 @@ save_settings() {
 if [ "$mode" = worker ]; then
   install_worker
   offer_browser "$worker_help"
+  pass_on_help
 else
   install_agents
   store_grok_key

@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import pytest
 
@@ -35,7 +35,7 @@ ALONE = "alone"
 NOT_SIDE_BY_SIDE = (ENGINE_RESTART, ALONE)  # what a parallel run's workers leave out
 WORLD = pytest.StashKey["_World"]()
 MAKER = pytest.StashKey[threading.Thread]()  # the controller's thread that makes the world
-GIVEN = pytest.StashKey[str]()  # where a parallel run's controller hands its workers the world it made
+GIVEN = pytest.StashKey[str]()  # the folder where a parallel run's controller hands its workers the world
 # The session fixtures that are the world: a test that asks for none of them (directly or
 # through another fixture) needs no engine, and takes seconds at most. (Every fixture that
 # asks for the world's `feed` asks for docker_client too; test_worker_scripts has a `feed`
@@ -44,6 +44,7 @@ WORLD_FIXTURES = frozenset({"docker_client", "box_image", "topology", "set_up"})
 # How long a worker waits for the world: the controller may be building the image on a
 # fresh machine (minutes), and making the one real `box setup` after it.
 WORLD_WAIT = 3600.0
+HANDED = ("world", "set_up")  # the parts a parallel run's controller hands its workers, in order
 # How the engine watch stops the run: a signal of the harness's own, not SIGINT, which a run
 # started in the background (and an xdist worker's children) inherit ignored.
 HUNG_SIGNAL = signal.SIGUSR2
@@ -97,7 +98,8 @@ class _Unusable(Exception):
 
 class _World:
     """What a run's tests share. A worker's world only attaches to what the parallel run's
-    controller made: `given_at` is the file the controller writes it to when it is made."""
+    controller made: `given_at` is the folder the controller writes it to, in two parts
+    (HANDED), each when it is made."""
 
     def __init__(self, given_at: Optional[str] = None):
         self._given_at = given_at
@@ -113,10 +115,10 @@ class _World:
 
     @property
     def given(self) -> Optional[dict]:
-        """A worker's: what the controller made, waited for the first time a test needs it.
-        None in the controller and in a run without -n, which make the world themselves."""
+        """A worker's: the world the controller made, waited for the first time a test needs
+        it. None in the controller and in a run without -n, which make the world themselves."""
         if self._given is None and self._given_at is not None:
-            self._given = _wait_for_world(Path(self._given_at))
+            self._given = _wait_for(Path(self._given_at) / "world.json")
         return self._given
 
     def _once(self, what: str, make):
@@ -201,10 +203,12 @@ class _World:
         from tests.fake_worker.fixtures import BoxEnv, set_up_env
 
         def make():
-            if self.given:
-                if self.given.get("set_up_unusable"):
-                    raise _Unusable(*self.given["set_up_unusable"])
-                return BoxEnv(**self.given["set_up"], client=self.client())
+            if self.given is not None:
+                self.client()  # a world that could not be made fails here first
+                handed = _wait_for(Path(self._given_at) / "set_up.json")
+                if handed.get("set_up_unusable"):
+                    raise _Unusable(*handed["set_up_unusable"])
+                return BoxEnv(**handed["set_up"], client=self.client())
             self.feed()
             try:
                 return self._stack.enter_context(set_up_env(self.client(), self.image()))
@@ -213,21 +217,22 @@ class _World:
 
         return self._once("set_up", make)
 
-    def make_all(self) -> dict:
-        """Everything, now (a parallel run's controller): what its workers are given."""
+    def make_all(self, hand: Callable[[str, dict], None]) -> None:
+        """Everything, now (a parallel run's controller), handed to its workers in two parts:
+        the world as soon as it is made (most tests need only that), then the one real `box
+        setup`, which some tests start from."""
         try:
             self.feed()
         except _Unusable as exc:
-            return {"unusable": (str(exc), exc.fail)}
+            return hand("world", {"unusable": (str(exc), exc.fail)})
         except Exception as exc:  # a listener that died, say: every test that needs the world fails with it
-            return {"unusable": (f"could not make the test world: {exc}", True)}
-        given = {"image": self.image()}
+            return hand("world", {"unusable": (f"could not make the test world: {exc}", True)})
+        hand("world", {"image": self.image()})
         try:  # only the tests that start from it fail without it
             env = self.set_up()
-            given["set_up"] = {"image": env.image, "container": env.container, "volume": env.volume}
+            hand("set_up", {"set_up": {"image": env.image, "container": env.container, "volume": env.volume}})
         except _Unusable as exc:
-            given["set_up_unusable"] = (str(exc), exc.fail)
-        return given
+            hand("set_up", {"set_up_unusable": (str(exc), exc.fail)})
 
     def _engine_hung(self, reason: str) -> None:
         """A stuck engine answers no test again: the run ends now, not when every call has
@@ -239,18 +244,22 @@ class _World:
     def _interrupt(self, signum, frame):
         raise KeyboardInterrupt(self.hung)
 
-    def hand_over(self, path: Path) -> threading.Thread:
+    def hand_over(self, folder: Path) -> threading.Thread:
         """A parallel run's controller: make everything in a thread of its own, while the
-        workers start, then write what they are given to `path` (whole, in one rename)."""
+        workers start, writing each part they are given to `folder` (whole, in one rename)."""
+
+        def hand(part: str, given: dict) -> None:
+            partial = folder / f"{part}.partial"
+            partial.write_text(json.dumps(given))
+            os.replace(partial, folder / f"{part}.json")
 
         def make():
             try:
-                given = self.make_all()
-            except BaseException as exc:  # the workers wait for the file: it is written whatever happens
-                given = {"unusable": (f"could not make the test world: {exc}", True)}
-            partial = path.with_suffix(".partial")
-            partial.write_text(json.dumps(given))
-            os.replace(partial, path)
+                self.make_all(hand)
+            except BaseException as exc:  # the workers wait for the files: each is written whatever happens
+                for part in HANDED:
+                    if not (folder / f"{part}.json").exists():
+                        hand(part, {"unusable": (f"could not make the test world: {exc}", True)})
 
         thread = threading.Thread(target=make, name="imdt-world", daemon=True)
         thread.start()
@@ -263,11 +272,12 @@ class _World:
             self._stack.close()
 
 
-def _wait_for_world(path: Path) -> dict:
+def _wait_for(path: Path) -> dict:
+    """A part of the world the controller hands over (HANDED), once it is there."""
     deadline = time.monotonic() + WORLD_WAIT
     while not path.exists():
         if time.monotonic() > deadline:
-            return {"unusable": (f"the controller made no test world in {WORLD_WAIT:.0f} s ({path})", True)}
+            return {"unusable": (f"the controller handed over no {path.stem} in {WORLD_WAIT:.0f} s ({path})", True)}
         time.sleep(0.1)
     return json.loads(path.read_text())
 
@@ -285,9 +295,9 @@ def pytest_sessionstart(session):
     world = _World(config.workerinput.get("imdt_world") if _is_worker(config) else None)
     config.stash[WORLD] = world
     if _is_controller(config):
-        path = Path(tempfile.mkdtemp(prefix="imdt-world-")) / "given.json"
-        config.stash[GIVEN] = str(path)
-        config.stash[MAKER] = world.hand_over(path)
+        folder = Path(tempfile.mkdtemp(prefix="imdt-world-"))
+        config.stash[GIVEN] = str(folder)
+        config.stash[MAKER] = world.hand_over(folder)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -303,7 +313,7 @@ def pytest_sessionfinish(session):
     if maker is not None and not world.hung:  # a run cut short while the world is made: it ends whole
         maker.join()
     if _is_controller(session.config):
-        shutil.rmtree(Path(session.config.stash[GIVEN]).parent, ignore_errors=True)
+        shutil.rmtree(session.config.stash[GIVEN], ignore_errors=True)
     world.end()
     if world.leaked or world.hung:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

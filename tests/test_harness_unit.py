@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 import requests.exceptions
@@ -123,3 +124,73 @@ def test_a_tests_slots_are_one_per_box_and_freed_at_its_end(docker_client, tmp_p
     for _ in range(machine.slot_count(docker_client)):
         machine.hold_worker_slot(docker_client, object())
     machine.free_worker_slots()
+
+
+# ---------------------------------------------------------------- the world, handed over
+
+
+@pytest.fixture
+def stub_world():
+    """Worlds whose steps are stubs (a _World registers the engine watch's signal handler:
+    this process's own world gets its handler back)."""
+    from tests import conftest
+
+    handler = signal.getsignal(conftest.HUNG_SIGNAL)
+
+    def make(given_at=None, set_up_fails=False, release=None):
+        world = conftest._World(given_at)
+        world.client = lambda: None
+        world.feed = lambda: "feed"
+        world.image = lambda: "imdt-image"
+
+        def set_up():
+            if release is not None:
+                release.wait(30)
+            if set_up_fails:
+                raise conftest._Unusable("the run's one `box setup` failed: no feed", True)
+            return type("Env", (), {"image": "i", "container": "c", "volume": "v"})()
+
+        if given_at is None:  # a controller's; a worker's asks the folder
+            world.set_up = set_up
+        return world
+
+    yield make
+    signal.signal(conftest.HUNG_SIGNAL, handler)
+
+
+def test_a_worker_has_the_world_before_the_set_up_is_made(tmp_path, stub_world):
+    """The point of two parts: the tests that need no `box setup` start while it is made."""
+    release = threading.Event()
+    maker = stub_world(release=release).hand_over(tmp_path)
+    try:
+        deadline = time.monotonic() + 10
+        while not (tmp_path / "world.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert stub_world(str(tmp_path)).given == {"image": "imdt-image"}
+        assert not (tmp_path / "set_up.json").exists()
+    finally:
+        release.set()
+        maker.join(30)
+    assert stub_world(str(tmp_path)).set_up().volume == "v"
+
+
+def test_a_set_up_that_failed_fails_only_what_starts_from_it(tmp_path, stub_world):
+    from tests import conftest
+
+    stub_world(set_up_fails=True).hand_over(tmp_path).join(30)
+    worker = stub_world(str(tmp_path))
+    assert worker.given == {"image": "imdt-image"}
+    with pytest.raises(conftest._Unusable, match="one `box setup` failed: no feed"):
+        worker.set_up()
+
+
+def test_a_controller_that_dies_still_hands_over_every_part(tmp_path, stub_world):
+    controller = stub_world()
+
+    def dies():
+        raise KeyboardInterrupt("cut short")
+
+    controller.feed = dies
+    controller.hand_over(tmp_path).join(30)
+    assert stub_world(str(tmp_path)).given["unusable"][0] == "could not make the test world: cut short"
+    assert (tmp_path / "set_up.json").exists()  # no worker waits for it

@@ -25,6 +25,7 @@ from typing import Callable, Optional
 
 import pytest
 
+from tests.harness import schedule
 from tests.harness import topology as topo_mod
 from tests.harness.image import build_test_image
 from tests.harness.machine import Machine, free_worker_slots
@@ -32,7 +33,7 @@ from tests.harness.machine import Machine, free_worker_slots
 IN_CI = os.environ.get("CI", "").lower() == "true"
 ENGINE_RESTART = "engine_restart"
 ALONE = "alone"
-NOT_SIDE_BY_SIDE = (ENGINE_RESTART, ALONE)  # what a parallel run's workers leave out
+NOT_SIDE_BY_SIDE = (ENGINE_RESTART, ALONE)  # what a parallel run runs last, on a quiet machine
 WORLD = pytest.StashKey["_World"]()
 MAKER = pytest.StashKey[threading.Thread]()  # the controller's thread that makes the world
 GIVEN = pytest.StashKey[str]()  # the folder where a parallel run's controller hands its workers the world
@@ -50,37 +51,54 @@ HANDED = ("world", "set_up")  # the parts a parallel run's controller hands its 
 HUNG_SIGNAL = signal.SIGUSR2
 
 
+LAST_ON_A_QUIET_MACHINE = (
+    "in a parallel run (-n) with --dist loadgroup, after every other test, on the one worker left once "
+    "the others have ended (tests/harness/schedule.py); with another --dist, not at all"
+)
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
         f"{ENGINE_RESTART}: restarts the Docker engine (as a Mac reboot would); runs after every other test "
-        "of the session, so no other test is disturbed, and never in a parallel run (-n), where others "
-        f"would be: run them alone with -m {ENGINE_RESTART} (scripts/test does)",
+        f"of the session, so no other test is disturbed: {LAST_ON_A_QUIET_MACHINE}",
     )
     config.addinivalue_line(
         "markers",
-        f"{ALONE}: measures a time the product promises, so it needs the machine to itself: never in a "
-        f"parallel run (-n), where other tests share the cores; scripts/test runs them after it, with -m {ALONE}",
+        f"{ALONE}: measures a time the product promises, so it needs the machine to itself: {LAST_ON_A_QUIET_MACHINE}",
     )
 
 
+def _loadgroup(config) -> bool:
+    """--dist loadgroup: a worker is told so in `loadgroup` (xdist sets its own `dist` to "no")."""
+    return bool(config.getvalue("loadgroup")) if _is_worker(config) else config.getvalue("dist") == "loadgroup"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which names each test's group in its nodeid
 def pytest_collection_modifyitems(config, items):
     """Tests that restart the engine go last (in the order they were collected): only the
-    session's teardown and its leak sweep come after them. A parallel run's workers leave
-    them out, and the tests that must run alone."""
+    session's teardown and its leak sweep come after them. In a parallel run they, and the
+    tests that must run alone, are one group that runs after all others (schedule.AloneLast),
+    or, with a --dist other than loadgroup, none of them runs."""
     if _is_worker(config):
         apart = [item for item in items if any(item.get_closest_marker(m) for m in NOT_SIDE_BY_SIDE)]
-        if apart:
+        if not _loadgroup(config):
             config.hook.pytest_deselected(items=apart)
             items[:] = [item for item in items if item not in apart]
+        for item in apart:
+            item.add_marker(pytest.mark.xdist_group(schedule.ALONE))
         # The same order in every worker (xdist requires it). xdist hands out the groups
         # first, then the other tests in this order: those that need no world go last, so
         # that short tests, not a box's 20 s, fill the end of the run while others finish.
         items.sort(key=lambda item: not WORLD_FIXTURES & set(item.fixturenames))
-        return
     last = [item for item in items if item.get_closest_marker(ENGINE_RESTART)]
     if last:
         items[:] = [item for item in items if item not in last] + last
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):  # pytest-xdist: --dist loadgroup, the ALONE group last
+    return schedule.AloneLast(config, log) if _loadgroup(config) else None
 
 
 class _Unusable(Exception):
@@ -330,9 +348,9 @@ def pytest_terminal_summary(terminalreporter, config):
         write("removed what a killed test run left: " + ", ".join(world.machine.stale), yellow=True)
     if world.leaked:
         write("FAILED: tests left these behind (now removed): " + ", ".join(world.leaked), red=True, bold=True)
-    if _is_controller(config):
+    if _is_controller(config) and not _loadgroup(config):
         marks = " or ".join(NOT_SIDE_BY_SIDE)
-        write(f"tests marked {marks} do not run with -n: run them alone with -m '{marks}'")
+        write(f"tests marked {marks} run only with --dist loadgroup: run them alone with -m '{marks}'")
 
 
 def _from_world(name: str, what: str):

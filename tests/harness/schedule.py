@@ -1,0 +1,57 @@
+"""pytest-xdist's `loadgroup`, with one group held back until the machine is quiet.
+
+The tests that restart the Docker engine, or time what the product promises, need the
+machine to themselves. They are one xdist group (ALONE). Every other unit goes first, as
+loadgroup hands them out; the ALONE unit waits until every other test is done and every
+other worker has ended (its fixtures torn down, its process gone), then runs on the one
+worker left. So they run in the same run, and the same world, as all the others: not in a
+second run that would make the world again.
+"""
+
+from __future__ import annotations
+
+from xdist.scheduler import LoadGroupScheduling
+
+ALONE = "alone"  # the group's name, and its scope in the scheduler
+
+
+class AloneLast(LoadGroupScheduling):
+    def _split_scope(self, nodeid: str) -> str:
+        # A test in a module of another group is in both: xdist names it `@alone_check`
+        # (the group names, sorted, joined by "_"). It is ALONE's all the same.
+        # A test of no group has its own nodeid as its scope: never ALONE's.
+        scope = super()._split_scope(nodeid)
+        return ALONE if scope != nodeid and ALONE in scope.split("_") else scope
+
+    def _assign_work_unit(self, node) -> None:
+        if ALONE in self.workqueue:
+            self.workqueue.move_to_end(ALONE)
+        if next(iter(self.workqueue)) != ALONE:
+            return super()._assign_work_unit(node)
+        # Only the ALONE unit is left. A worker ends when another, not ending, still has tests
+        # to run: that one decides later. Else this one stays for ALONE, and every other ends.
+        if any(self._pending_of(self.assigned_work[n]) for n in self._others(node)):
+            node.shutdown()
+            return None
+        for other in self._others(node):
+            other.shutdown()
+        self._run_alone()
+        return None
+
+    def _others(self, node) -> list:
+        return [n for n in self.nodes if n is not node and not n.shutting_down]
+
+    def remove_node(self, node):
+        crashed = super().remove_node(node)
+        self._run_alone()  # the last of the others may just have ended
+        return crashed
+
+    def _run_alone(self) -> None:
+        """The ALONE unit, on the one worker left, once the others have ended. Its own last
+        test may still be pending: a worker runs the last test it was sent only once it is sent
+        more (or told to end), so that it knows what comes next; it runs it, then ALONE."""
+        if list(self.workqueue) != [ALONE] or len(self.nodes) != 1:
+            return
+        (node,) = self.nodes
+        if not node.shutting_down:
+            super()._assign_work_unit(node)

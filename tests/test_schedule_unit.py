@@ -1,0 +1,101 @@
+"""tests/harness/schedule.py: the `alone` group runs last, on the one worker left once every
+other has ended; xdist's own loadgroup, its breaking twin, hands it out with the others."""
+
+from __future__ import annotations
+
+import pytest
+from xdist.scheduler import LoadGroupScheduling
+
+from tests.harness.schedule import AloneLast
+
+ALONE_TESTS = ["tests/test_check.py::test_timed@alone_check", "tests/test_faults.py::test_restart@alone"]
+OTHERS = [
+    "tests/test_a.py::test_1",
+    "tests/test_b.py::test_2",
+    "tests/test_c.py::test_3@check",
+    "tests/test_c.py::test_4@check",
+    "tests/test_seats.py::test_one_goes_alone",  # "alone" in a name, in no group: not held back
+]
+
+
+class _Config:
+    def __init__(self, workers: int):
+        self.option = type("Option", (), {"loadscopereorder": True})()
+        self._values = {"tx": [f"{workers}*popen"]}
+
+    def getvalue(self, name):
+        return self._values[name]
+
+
+class _Worker:
+    def __init__(self, name: str):
+        self.name, self.shutting_down, self.sent = name, False, []
+        self.gateway = type("Gateway", (), {"id": name})()
+
+    def shutdown(self):
+        self.shutting_down = True
+
+    def send_runtest_some(self, indices):
+        self.sent.extend(indices)
+
+    def __repr__(self):
+        return self.name
+
+
+def _start(scheduling, workers: int, collection):
+    sched = scheduling(_Config(workers))
+    nodes = [_Worker(f"gw{i}") for i in range(workers)]
+    for node in nodes:
+        sched.add_node(node)
+        sched.add_node_collection(node, collection)
+    sched.schedule()
+    return sched, nodes
+
+
+def _run_all(sched, nodes, collection) -> list[tuple[str, str, list[str]]]:
+    """The workers run what they were sent, one test at a time, as xdist's do: the last test
+    sent runs only once more is sent or the worker is told to shut down (it must know what
+    comes next); a worker told to, once it has run all it was sent, ends (xdist then removes
+    it). Returns (worker, test, the other workers not yet ended) for each test run, until
+    nothing more happens."""
+    ran = []
+    while True:
+        live = [n for n in nodes if n in sched.nodes]
+        busy = [n for n in live if len(n.sent) > 1 or (n.sent and n.shutting_down)]
+        if busy:
+            node = busy[0]
+            index = node.sent.pop(0)
+            ran.append((node.name, collection[index], [n.name for n in live if n is not node]))
+            sched.mark_test_complete(node, index)
+        elif any(n.shutting_down and not n.sent for n in live):
+            sched.remove_node(next(n for n in live if n.shutting_down and not n.sent))
+        else:
+            return ran
+
+
+def test_the_alone_group_runs_last_on_the_one_worker_left():
+    collection = OTHERS[:2] + ALONE_TESTS + OTHERS[2:]
+    sched, nodes = _start(AloneLast, 3, collection)
+    ran = _run_all(sched, nodes, collection)
+    assert sorted(test for _, test, _ in ran) == sorted(collection)  # everything ran, once
+    alone = [(worker, others) for worker, test, others in ran if test in ALONE_TESTS]
+    assert [test for _, test, _ in ran][-2:] == ALONE_TESTS  # last, in their order
+    assert all(others == [] for _, others in alone), alone  # every other worker had ended
+    assert len({worker for worker, _ in alone}) == 1
+    assert sched.tests_finished
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_only_alone_tests_selected_still_run(workers):
+    sched, nodes = _start(AloneLast, workers, ALONE_TESTS)
+    ran = _run_all(sched, nodes, ALONE_TESTS)
+    assert [test for _, test, _ in ran] == ALONE_TESTS
+    assert sched.tests_finished
+
+
+def test_breaking_twin_plain_loadgroup_runs_them_beside_others():
+    collection = OTHERS[:2] + ALONE_TESTS + OTHERS[2:]
+    sched, nodes = _start(LoadGroupScheduling, 3, collection)
+    ran = _run_all(sched, nodes, collection)
+    beside = [others for _, test, others in ran if test in ALONE_TESTS]
+    assert any(beside), ran

@@ -96,9 +96,32 @@ def pytest_collection_modifyitems(config, items):
         items[:] = [item for item in items if item not in last] + last
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own tells the controller the collection is done
+def pytest_collection_finish(session):
+    """A parallel run's worker: the tests that need no world, by their final nodeids, for
+    the controller's scheduler (schedule.AloneLast gives them out first until the world is
+    made). Every worker collects the same tests and writes the same list."""
+    config = session.config
+    if not _is_worker(config) or not _loadgroup(config):
+        return
+    folder = Path(config.workerinput["imdt_world"])
+    free = [item.nodeid for item in session.items if not WORLD_FIXTURES & set(item.fixturenames)]
+    partial = folder / f"free.{os.getpid()}.partial"
+    partial.write_text(json.dumps(free))
+    os.replace(partial, folder / "free.json")
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):  # pytest-xdist: --dist loadgroup, the ALONE group last
-    return schedule.AloneLast(config, log) if _loadgroup(config) else None
+    if not _loadgroup(config):
+        return None
+    folder = Path(config.stash[GIVEN])
+
+    def free() -> frozenset:  # asked only until the world is made: a small file, read each time
+        path = folder / "free.json"
+        return frozenset(json.loads(path.read_text())) if path.exists() else frozenset()
+
+    return schedule.AloneLast(config, log, ready=lambda: (folder / "world.json").exists(), free=free)
 
 
 class _Unusable(Exception):

@@ -42,8 +42,8 @@ class _Worker:
         return self.name
 
 
-def _start(scheduling, workers: int, collection):
-    sched = scheduling(_Config(workers))
+def _start(scheduling, workers: int, collection, **kw):
+    sched = scheduling(_Config(workers), **kw)
     nodes = [_Worker(f"gw{i}") for i in range(workers)]
     for node in nodes:
         sched.add_node(node)
@@ -99,3 +99,24 @@ def test_breaking_twin_plain_loadgroup_runs_them_beside_others():
     ran = _run_all(sched, nodes, collection)
     beside = [others for _, test, others in ran if test in ALONE_TESTS]
     assert any(beside), ran
+
+
+def test_while_the_world_is_made_the_tests_that_need_none_go_first():
+    free = frozenset(OTHERS[:2])
+    world = {"made": False}
+    collection = ALONE_TESTS + OTHERS
+    sched, nodes = _start(AloneLast, 2, collection, ready=lambda: world["made"], free=lambda: free)
+    first = {collection[node.sent[0]] for node in nodes}  # what each worker runs first
+    assert first == free, first  # xdist would give the larger group first
+    world["made"] = True
+    ran = _run_all(sched, nodes, collection)
+    assert sorted(test for _, test, _ in ran) == sorted(collection)
+    assert [test for _, test, _ in ran][-2:] == ALONE_TESTS
+
+
+def test_breaking_twin_once_the_world_is_made_the_group_goes_first():
+    free = frozenset(OTHERS[:2])
+    collection = ALONE_TESTS + OTHERS
+    sched, nodes = _start(AloneLast, 2, collection, ready=lambda: True, free=lambda: free)
+    first = {collection[node.sent[0]] for node in nodes}
+    assert OTHERS[2] in first, first

@@ -1,4 +1,5 @@
-"""pytest-xdist's `loadgroup`, with one group held back until the machine is quiet.
+"""pytest-xdist's `loadgroup`, with one group held back until the machine is quiet, and
+the tests that need no world first while the world is being made.
 
 The tests that restart the Docker engine, or time what the product promises, need the
 machine to themselves. They are one xdist group (ALONE). Every other unit goes first, as
@@ -6,9 +7,18 @@ loadgroup hands them out; the ALONE unit waits until every other test is done an
 other worker has ended (its fixtures torn down, its process gone), then runs on the one
 worker left. So they run in the same run, and the same world, as all the others: not in a
 second run that would make the world again.
+
+Until `ready()` says the world is made (minutes on a fresh machine, where the box image is
+built first), a worker is given a unit of tests that need none (`free()`, their nodeids)
+before anything else: it would only wait.
+
+Written against pytest-xdist 3.8's LoadScopeScheduling (its workqueue, assigned_work and
+_assign_work_unit); tests/test_schedule_unit.py drives the real class.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from xdist.scheduler import LoadGroupScheduling
 
@@ -16,6 +26,17 @@ ALONE = "alone"  # the group's name, and its scope in the scheduler
 
 
 class AloneLast(LoadGroupScheduling):
+    def __init__(
+        self,
+        config,
+        log=None,
+        *,
+        ready: Callable[[], bool] = lambda: True,
+        free: Callable[[], frozenset] = frozenset,
+    ) -> None:
+        super().__init__(config, log)
+        self._ready, self._free = ready, free
+
     def _split_scope(self, nodeid: str) -> str:
         # A test in a module of another group is in both: xdist names it `@alone_check`
         # (the group names, sorted, joined by "_"). It is ALONE's all the same.
@@ -26,6 +47,13 @@ class AloneLast(LoadGroupScheduling):
     def _assign_work_unit(self, node) -> None:
         if ALONE in self.workqueue:
             self.workqueue.move_to_end(ALONE)
+        if not self._ready():
+            free = self._free()
+            unit = next(
+                (scope for scope, tests in self.workqueue.items() if scope != ALONE and set(tests) <= free), None
+            )
+            if unit is not None:
+                self.workqueue.move_to_end(unit, last=False)
         if next(iter(self.workqueue)) != ALONE:
             return super()._assign_work_unit(node)
         # Only the ALONE unit is left. A worker ends when another, not ending, still has tests

@@ -1,5 +1,7 @@
 """tests/harness/schedule.py: the `alone` group runs last, on the one worker left once every
-other has ended; xdist's own loadgroup, its breaking twin, hands it out with the others."""
+other has ended (xdist's own loadgroup, its breaking twin, hands it out with the others);
+until the world is made, the tests that need none go first (once it is made, the largest
+group does, as xdist orders them)."""
 
 from __future__ import annotations
 

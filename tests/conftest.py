@@ -85,12 +85,13 @@ def pytest_collection_modifyitems(config, items):
         if not _loadgroup(config):
             config.hook.pytest_deselected(items=apart)
             items[:] = [item for item in items if item not in apart]
-        for item in apart:
-            item.add_marker(pytest.mark.xdist_group(schedule.ALONE))
+        else:
+            for item in apart:
+                item.add_marker(pytest.mark.xdist_group(schedule.ALONE))
         # The same order in every worker (xdist requires it). xdist hands out the groups
         # first, then the other tests in this order: those that need no world go last, so
         # that short tests, not a box's 20 s, fill the end of the run while others finish.
-        items.sort(key=lambda item: not WORLD_FIXTURES & set(item.fixturenames))
+        items.sort(key=lambda item: not _needs_world(item))
     last = [item for item in items if item.get_closest_marker(ENGINE_RESTART)]
     if last:
         items[:] = [item for item in items if item not in last] + last
@@ -104,24 +105,38 @@ def pytest_collection_finish(session):
     config = session.config
     if not _is_worker(config) or not _loadgroup(config):
         return
-    folder = Path(config.workerinput["imdt_world"])
-    free = [item.nodeid for item in session.items if not WORLD_FIXTURES & set(item.fixturenames)]
-    partial = folder / f"free.{os.getpid()}.partial"
-    partial.write_text(json.dumps(free))
-    os.replace(partial, folder / "free.json")
+    free = [item.nodeid for item in session.items if not _needs_world(item)]
+    _write_whole(_part(config.workerinput["imdt_world"], "free"), free)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):  # pytest-xdist: --dist loadgroup, the ALONE group last
     if not _loadgroup(config):
         return None
-    folder = Path(config.stash[GIVEN])
+    folder = config.stash[GIVEN]
 
     def free() -> frozenset:  # asked only until the world is made: a small file, read each time
-        path = folder / "free.json"
+        path = _part(folder, "free")
         return frozenset(json.loads(path.read_text())) if path.exists() else frozenset()
 
-    return schedule.AloneLast(config, log, ready=lambda: (folder / "world.json").exists(), free=free)
+    return schedule.AloneLast(config, log, ready=_part(folder, "world").exists, free=free)
+
+
+def _needs_world(item) -> bool:
+    return bool(WORLD_FIXTURES & set(item.fixturenames))
+
+
+def _part(folder, part: str) -> Path:
+    """Where a part the controller hands over (HANDED) is, or the workers' list of the tests
+    that need no world ("free")."""
+    return Path(folder) / f"{part}.json"
+
+
+def _write_whole(path: Path, data) -> None:
+    """JSON that a reader sees only whole: written beside it, then renamed over it."""
+    partial = path.with_name(f"{path.stem}.{os.getpid()}.partial")
+    partial.write_text(json.dumps(data))
+    os.replace(partial, path)
 
 
 class _Unusable(Exception):
@@ -159,7 +174,7 @@ class _World:
         """A worker's: the world the controller made, waited for the first time a test needs
         it. None in the controller and in a run without -n, which make the world themselves."""
         if self._given is None and self._given_at is not None:
-            self._given = _wait_for(Path(self._given_at) / "world.json")
+            self._given = _wait_for(_part(self._given_at, "world"))
         return self._given
 
     def _once(self, what: str, make):
@@ -246,7 +261,7 @@ class _World:
         def make():
             if self.given is not None:
                 self.client()  # a world that could not be made fails here first
-                handed = _wait_for(Path(self._given_at) / "set_up.json")
+                handed = _wait_for(_part(self._given_at, "set_up"))
                 if handed.get("set_up_unusable"):
                     raise _Unusable(*handed["set_up_unusable"])
                 return BoxEnv(**handed["set_up"], client=self.client())
@@ -290,16 +305,14 @@ class _World:
         workers start, writing each part they are given to `folder` (whole, in one rename)."""
 
         def hand(part: str, given: dict) -> None:
-            partial = folder / f"{part}.partial"
-            partial.write_text(json.dumps(given))
-            os.replace(partial, folder / f"{part}.json")
+            _write_whole(_part(folder, part), given)
 
         def make():
             try:
                 self.make_all(hand)
             except BaseException as exc:  # the workers wait for the files: each is written whatever happens
                 for part in HANDED:
-                    if not (folder / f"{part}.json").exists():
+                    if not _part(folder, part).exists():
                         hand(part, {"unusable": (f"could not make the test world: {exc}", True)})
 
         thread = threading.Thread(target=make, name="imdt-world", daemon=True)

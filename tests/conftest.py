@@ -57,7 +57,18 @@ LAST_ON_A_QUIET_MACHINE = (
 )
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--store-durations",
+        action="store_true",
+        help=f"write the seconds each test took to tests/harness/{schedule.DURATIONS.name}, by which a "
+        "parallel run gives out the longest first (store a whole run's)",
+    )
+
+
 def pytest_configure(config):
+    if config.getoption("store_durations") and not _is_worker(config):
+        config.pluginmanager.register(schedule.StoreDurations(), "imdt-store-durations")
     config.addinivalue_line(
         "markers",
         f"{ENGINE_RESTART}: restarts the Docker engine (as a Mac reboot would); runs after every other test "
@@ -88,10 +99,6 @@ def pytest_collection_modifyitems(config, items):
         else:
             for item in apart:
                 item.add_marker(pytest.mark.xdist_group(schedule.ALONE))
-        # The same order in every worker (xdist requires it). xdist hands out the groups
-        # first, then the other tests in this order: those that need no world go last, so
-        # that short tests, not a box's 20 s, fill the end of the run while others finish.
-        items.sort(key=lambda item: not _needs_world(item))
     last = [item for item in items if item.get_closest_marker(ENGINE_RESTART)]
     if last:
         items[:] = [item for item in items if item not in last] + last
@@ -119,7 +126,9 @@ def pytest_xdist_make_scheduler(config, log):  # pytest-xdist: --dist loadgroup,
         path = _part(folder, "free")
         return frozenset(json.loads(path.read_text())) if path.exists() else frozenset()
 
-    return schedule.AloneLast(config, log, ready=_part(folder, "world").exists, free=free)
+    return schedule.AloneLast(
+        config, log, ready=_part(folder, "world").exists, free=free, durations=schedule.read_durations()
+    )
 
 
 def _needs_world(item) -> bool:

@@ -1,14 +1,15 @@
 """tests/harness/schedule.py: the `alone` group runs last, on the one worker left once every
-other has ended (xdist's own loadgroup, its breaking twin, hands it out with the others);
-until the world is made, the tests that need none go first (once it is made, the largest
-group does, as xdist orders them)."""
+other has ended (xdist's own loadgroup, its breaking twin, hands it out with the others); the
+longest units go first by their stored durations (without them, the largest group does, as
+xdist orders them); until the world is made, the tests that need none go first."""
 
 from __future__ import annotations
 
 import pytest
 from xdist.scheduler import LoadGroupScheduling
 
-from tests.harness.schedule import AloneLast
+from imdbox import names
+from tests.harness.schedule import AloneLast, StoreDurations, plain_id, read_durations
 
 ALONE_TESTS = ["tests/test_check.py::test_timed@alone_check", "tests/test_faults.py::test_restart@alone"]
 OTHERS = [
@@ -122,3 +123,45 @@ def test_breaking_twin_once_the_world_is_made_the_group_goes_first():
     sched, nodes = _start(AloneLast, 2, collection, ready=lambda: True, free=lambda: free)
     first = {collection[node.sent[0]] for node in nodes}
     assert OTHERS[2] in first, first
+
+
+def test_the_longest_units_go_first_by_their_durations():
+    # test_b alone outlasts the check group; test_a and the unnamed test are unknown.
+    durations = {"tests/test_b.py::test_2": 30.0, "tests/test_c.py::test_3": 4.0, "tests/test_c.py::test_4": 4.0}
+    collection = ALONE_TESTS + OTHERS
+    sched, nodes = _start(AloneLast, 1, collection, durations=durations)
+    ran = [test for _, test, _ in _run_all(sched, nodes, collection)]
+    assert ran[:3] == [OTHERS[1], OTHERS[2], OTHERS[3]], ran  # 30 s, then the group's 8 s
+    assert ran[-2:] == ALONE_TESTS  # still last, however long
+
+
+def test_a_test_is_known_by_its_id_without_the_group():
+    assert plain_id("tests/test_c.py::test_3@check") == "tests/test_c.py::test_3"
+    assert plain_id("tests/test_c.py::test_3[a@b]@check") == "tests/test_c.py::test_3[a@b]"
+    assert plain_id("tests/test_c.py::test_3[a@b]") == "tests/test_c.py::test_3[a@b]"
+    assert plain_id("tests/test_c.py::test_3") == "tests/test_c.py::test_3"
+
+
+def test_stored_durations_read_back_and_a_bad_file_reads_as_none(tmp_path):
+    path = tmp_path / "durations.json"
+    store = StoreDurations(path)
+    for nodeid, phase_seconds in [
+        ("tests/test_c.py::test_3@check", (0.5, 2.0, 0.25)),  # setup, call, teardown: 2.75 s
+        ("tests/test_a.py::test_1", (0.1, 0.2, 0.1)),  # under a second: not kept
+    ]:
+        for seconds in phase_seconds:
+            store.pytest_runtest_logreport(type("Report", (), {"nodeid": nodeid, "duration": seconds})())
+    store.pytest_sessionfinish()
+    assert read_durations(path) == {"tests/test_c.py::test_3": 2.8}
+    path.write_text("[1, 2]")
+    assert read_durations(path) == {}
+    assert read_durations(tmp_path / "missing.json") == {}
+
+
+def test_the_stored_durations_name_tests_that_exist():
+    """A renamed or removed test's entry would only order nothing: `--store-durations` anew."""
+    stored = read_durations()
+    assert len(stored) > 50, "tests/harness/durations.json is missing or nearly empty"
+    for nodeid in stored:
+        path, _, name = nodeid.partition("::")
+        assert f"def {name.split('[')[0]}(" in (names.REPO_ROOT / path).read_text(), nodeid

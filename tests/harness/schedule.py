@@ -1,12 +1,17 @@
-"""pytest-xdist's `loadgroup`, with one group held back until the machine is quiet, and
-the tests that need no world first while the world is being made.
+"""pytest-xdist's `loadgroup`, with one group held back until the machine is quiet, the
+longest tests first, and the tests that need no world first while the world is being made.
 
 The tests that restart the Docker engine, or time what the product promises, need the
-machine to themselves. They are one xdist group (ALONE). Every other unit goes first, as
-loadgroup hands them out; the ALONE unit waits until every other test is done and every
+machine to themselves. They are one xdist group (ALONE). Every other unit goes first; the
+ALONE unit waits until every other test is done and every
 other worker has ended (its fixtures torn down, its process gone), then runs on the one
 worker left. So they run in the same run, and the same world, as all the others: not in a
 second run that would make the world again.
+
+The other units go longest first (`durations`: seconds by nodeid, as a run on this machine
+took them: DURATIONS, which `--store-durations` writes anew), so that the run ends on short
+tests, not on a 30 s one that one worker starts while the others run out of work. A test
+with no stored duration counts as UNKNOWN seconds.
 
 Until `ready()` says the world is made (minutes on a fresh machine, where the box image is
 built first), a worker is given a unit of tests that need none (`free()`, their nodeids)
@@ -18,11 +23,32 @@ _assign_work_unit); tests/test_schedule_unit.py drives the real class.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Optional
 
 from xdist.scheduler import LoadGroupScheduling
 
 ALONE = "alone"  # the group's name, and its scope in the scheduler
+DURATIONS = Path(__file__).with_name("durations.json")
+UNKNOWN = 0.5  # s: a test not in DURATIONS, which holds only those of a second or more
+
+
+def plain_id(nodeid: str) -> str:
+    """A test's nodeid without the "@group" xdist adds to a grouped test's (after its
+    parameters, which may hold an "@" of their own)."""
+    head, at, group = nodeid.rpartition("@")
+    return head if at and not any(c in group for c in "[]:") else nodeid
+
+
+def read_durations(path: Path = DURATIONS) -> dict[str, float]:
+    """The stored durations; none (every unit alike, xdist's order) when the file is missing
+    or unreadable: the order is only a matter of speed."""
+    try:
+        return {str(k): float(v) for k, v in json.loads(path.read_text()).items()}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
 
 
 class AloneLast(LoadGroupScheduling):
@@ -33,9 +59,11 @@ class AloneLast(LoadGroupScheduling):
         *,
         ready: Callable[[], bool] = lambda: True,
         free: Callable[[], frozenset] = frozenset,
+        durations: Optional[Mapping[str, float]] = None,
     ) -> None:
         super().__init__(config, log)
-        self._ready, self._free = ready, free
+        self._ready, self._free, self._durations = ready, free, durations or {}
+        self._ordered = False
 
     def _split_scope(self, nodeid: str) -> str:
         # A test in a module of another group is in both: xdist names it `@alone_check`
@@ -44,7 +72,15 @@ class AloneLast(LoadGroupScheduling):
         scope = super()._split_scope(nodeid)
         return ALONE if scope != nodeid and ALONE in scope.split("_") else scope
 
+    def _seconds(self, scope: str) -> float:
+        return sum(self._durations.get(plain_id(nodeid), UNKNOWN) for nodeid in self.workqueue[scope])
+
     def _assign_work_unit(self, node) -> None:
+        if not self._ordered:  # the first call: the work queue is whole
+            self._ordered = True
+            longest_first = sorted(self.workqueue, key=self._seconds, reverse=True)  # stable: ties as before
+            for scope in longest_first:
+                self.workqueue.move_to_end(scope)
         if ALONE in self.workqueue:
             self.workqueue.move_to_end(ALONE)
         if not self._ready():
@@ -83,3 +119,23 @@ class AloneLast(LoadGroupScheduling):
         (node,) = self.nodes
         if not node.shutting_down:
             super()._assign_work_unit(node)
+
+
+class StoreDurations:
+    """`--store-durations`: a plugin of the run's controller (or of a run without workers)
+    that writes DURATIONS anew from this run's tests: the seconds each took (setup, call and
+    teardown), for those of MIN_STORED seconds or more. Store a whole run's, on a machine
+    like CI's: the order is only as good as they are."""
+
+    MIN_STORED = 1.0
+
+    def __init__(self, path: Path = DURATIONS) -> None:
+        self.path, self.spent = path, {}
+
+    def pytest_runtest_logreport(self, report) -> None:  # every worker's reports too
+        test = plain_id(report.nodeid)
+        self.spent[test] = self.spent.get(test, 0.0) + report.duration
+
+    def pytest_sessionfinish(self) -> None:
+        kept = {test: round(s, 1) for test, s in sorted(self.spent.items()) if s >= self.MIN_STORED}
+        self.path.write_text(json.dumps(kept, indent=1) + "\n")

@@ -13,6 +13,7 @@ of them.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import shutil
@@ -380,6 +381,14 @@ def pytest_sessionfinish(session):
     world.end()
     if world.leaked or world.hung:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_unconfigure(config):
+    """The run is over. pytest's unraisable-exception plugin collects garbage five times
+    after this, to find a late __del__ that raised: over a worker's whole heap that took
+    4 s of the last worker's exit, with the run waiting for it. What is here now was made
+    during the run, and each test's own unraisable exceptions were caught as it ran."""
+    gc.freeze()  # what exists now is left out of those collections
 
 
 def pytest_terminal_summary(terminalreporter, config):

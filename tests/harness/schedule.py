@@ -3,10 +3,10 @@ longest tests first, and the tests that need no world first while the world is b
 
 The tests that restart the Docker engine, or time what the product promises, need the
 machine to themselves. They are one xdist group (ALONE). Every other unit goes first; the
-ALONE unit waits until every other test is done and every
-other worker has ended (its fixtures torn down, its process gone), then runs on the one
-worker left. So they run in the same run, and the same world, as all the others: not in a
-second run that would make the world again.
+ALONE unit waits until every other test is done and every other worker has ended (its
+fixtures torn down, its process gone), then runs on the one worker left. So they run in the
+same run, and the same world, as all the others: not in a second run that would make the
+world again.
 
 The other units go longest first (`durations`: seconds by nodeid, as a run on this machine
 took them: DURATIONS, which `--store-durations` writes anew), so that the run ends on short

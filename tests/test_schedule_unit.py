@@ -126,7 +126,7 @@ def test_breaking_twin_once_the_world_is_made_the_group_goes_first():
 
 
 def test_the_longest_units_go_first_by_their_durations():
-    # test_b alone outlasts the check group; test_a and the unnamed test are unknown.
+    # test_b alone outlasts the check group (8 s); test_a and the seats test have no duration.
     durations = {"tests/test_b.py::test_2": 30.0, "tests/test_c.py::test_3": 4.0, "tests/test_c.py::test_4": 4.0}
     collection = ALONE_TESTS + OTHERS
     sched, nodes = _start(AloneLast, 1, collection, durations=durations)

@@ -32,7 +32,8 @@ from xdist.scheduler import LoadGroupScheduling
 
 ALONE = "alone"  # the group's name, and its scope in the scheduler
 DURATIONS = Path(__file__).with_name("durations.json")
-UNKNOWN = 0.5  # s: a test not in DURATIONS, which holds only those of a second or more
+STORED_FROM = 1.0  # s: DURATIONS holds the tests that took this long or longer
+UNKNOWN = STORED_FROM / 2  # s: a test not in DURATIONS took less, or is new
 
 
 def plain_id(nodeid: str) -> str:
@@ -124,10 +125,8 @@ class AloneLast(LoadGroupScheduling):
 class StoreDurations:
     """`--store-durations`: a plugin of the run's controller (or of a run without workers)
     that writes DURATIONS anew from this run's tests: the seconds each took (setup, call and
-    teardown), for those of MIN_STORED seconds or more. Store a whole run's, on a machine
+    teardown), for those of STORED_FROM seconds or more. Store a whole run's, on a machine
     like CI's: the order is only as good as they are."""
-
-    MIN_STORED = 1.0
 
     def __init__(self, path: Path = DURATIONS) -> None:
         self.path, self.spent = path, {}
@@ -137,5 +136,5 @@ class StoreDurations:
         self.spent[test] = self.spent.get(test, 0.0) + report.duration
 
     def pytest_sessionfinish(self) -> None:
-        kept = {test: round(s, 1) for test, s in sorted(self.spent.items()) if s >= self.MIN_STORED}
+        kept = {test: round(s, 1) for test, s in sorted(self.spent.items()) if s >= STORED_FROM}
         self.path.write_text(json.dumps(kept, indent=1) + "\n")

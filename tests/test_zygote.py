@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from imdbox import names
 from tests.harness import zygote
 from tests.harness.cli import cli_env, run_box
 
@@ -52,6 +53,16 @@ def test_the_recorder_sees_a_variable_read_at_import():
     # The twin: typer's rich help (not preloaded) reads TERMINAL_WIDTH when imported;
     # were it preloaded, a command could not change it, and the check above would say so.
     assert "TERMINAL_WIDTH" in _read_when_imported("typer.rich_utils")
+
+
+def test_one_server_serves_every_test_of_a_process():
+    # pytest gives each phase of each test a PYTEST_CURRENT_TEST of its own: keyed on it,
+    # each test would start servers of its own, each importing the libraries again.
+    cwd = str(names.REPO_ROOT)
+    one = zygote.zygote_for(cli_env(PYTEST_CURRENT_TEST="tests/a.py::one (setup)"), cwd)
+    assert zygote.zygote_for(cli_env(PYTEST_CURRENT_TEST="tests/b.py::two (call)"), cwd) is one
+    # The control: a variable read at import (PYTHON*) still gets a server of its own.
+    assert zygote.zygote_for(cli_env(PYTHONIOENCODING="utf-8"), cwd) is not one
 
 
 def _both(*args: str, **env: str):

@@ -6,6 +6,8 @@ Dockerfile to them."""
 LIB = "/usr/local/lib/imd-box"  # the repo's worker/, browser/ and firewall/ folders
 WORKER_DIR = f"{LIB}/worker"
 BROWSER_DIR = f"{LIB}/browser"
+# V8's compiled code for the browser's MCP server, made by the build (browser/playwright-mcp).
+NODE_COMPILE_CACHE = f"{LIB}/node-compile-cache"
 AS_IMD = f"{WORKER_DIR}/as-imd"  # the one privilege drop
 INSTALL_SH = f"{WORKER_DIR}/install.sh"
 NODE = "/usr/local/bin/node"

@@ -6,6 +6,7 @@ sleep as its command) is only looked into."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 
 import pytest
@@ -78,3 +79,36 @@ def test_the_managed_settings_are_roots_and_what_the_repo_says(image):
 def test_the_ca_folder_and_the_sandbox_library_are_roots(image):
     folder, srt = image.file(layout.CA_DIR), image.file(layout.SANDBOX_RUNTIME)
     assert (folder.user, folder.mode, srt.user, srt.is_file) == ("root", 0o755, "root", True)
+
+
+def test_the_compile_cache_is_roots_and_only_root_may_change_it(image):
+    # The browser the check proves runs this code: were it imd's, the volume could plant it.
+    cache = image.file(layout.NODE_COMPILE_CACHE)
+    assert (cache.user, cache.mode) == ("root", 0o755)
+    assert image.check_output(f"find {layout.NODE_COMPILE_CACHE} -type f | wc -l") != "0"
+    assert image.check_output(f"find {layout.NODE_COMPILE_CACHE} ! -user root -o -perm /022") == ""
+
+
+def _compile_cache_hits(docker_client, box_image, script: str) -> list[str]:
+    """What node says it took from its compile cache, as imd in a plain container."""
+    out = docker_client.containers.run(
+        box_image, entrypoint=["/bin/bash", "-c", script], command=[], user=f"{names.UID}:{names.UID}",
+        network_mode="none", labels={"imd-test": "1"}, healthcheck=NO_HEALTHCHECK,
+        environment={"NODE_DEBUG_NATIVE": "COMPILE_CACHE"}, remove=True, stdout=True, stderr=True,
+    )  # fmt: skip
+    return re.findall(r"V8 code cache for CommonJS (\S+) was accepted", out.decode(errors="replace"))
+
+
+def test_the_browser_starts_from_the_compile_cache_as_imd(docker_client, box_image):
+    # The launcher's MCP server, until it listens (unasked, it never starts Chromium).
+    launch = (
+        f"{layout.BROWSER_DIR}/playwright-mcp --http 0 2>/tmp/err & "
+        "for _ in $(seq 100); do grep -q 'Listening on' /tmp/err && break; sleep 0.1; done; kill %1; cat /tmp/err"
+    )
+    hits = _compile_cache_hits(docker_client, box_image, launch)
+    assert "/opt/playwright-mcp/node_modules/playwright-core/lib/coreBundle.js" in hits, hits
+    # The control: the same server's node started by hand, without the launcher, compiles it all.
+    plain = _compile_cache_hits(
+        docker_client, box_image, "node /opt/playwright-mcp/node_modules/@playwright/mcp/cli.js --help"
+    )
+    assert plain == []

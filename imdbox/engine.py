@@ -540,10 +540,11 @@ START_TIMEOUT = 90.0  # seconds `box start` waits for the walls and the worker
 def wait_started(
     container, timeout: float = START_TIMEOUT, settle: float = 2.0, joining: bool = False
 ) -> tuple[bool, str]:
-    """Wait for the walls line and the worker process; (ok, logs). Fails fast on an exit or a restart.
+    """Wait for the walls line and the worker process, then for the worker to stay up
+    `settle` s; (ok, logs). Fails fast on an exit or a restart.
     `joining`: the box is another command's, which may not have started it yet."""
     deadline = time.monotonic() + timeout
-    seen_at: Optional[float] = None
+    seen = False
     while time.monotonic() < deadline:
         container.reload()
         state = container.attrs["State"]
@@ -553,12 +554,15 @@ def wait_started(
         if state.get("Restarting") or container.attrs.get("RestartCount", 0) > 0 or not state.get("Running"):
             return False, container.logs().decode(errors="replace")
         if WALLS_UP in container.logs(stderr=True, stdout=False) and worker_running(container):
-            if seen_at is None:
-                seen_at = time.monotonic()
-            elif time.monotonic() - seen_at >= settle:
+            if seen:  # still up, and the box neither ended nor restarted meanwhile
                 return True, container.logs().decode(errors="replace")
-        else:
-            seen_at = None
+            # Looked at once more after `settle`, not polled through it: a worker that dies
+            # in its first moments ends its box (run.sh exits with it), which the restart
+            # count then shows. Each look asks the engine for the box's processes (`ps`).
+            seen = True
+            time.sleep(min(settle, max(0.0, deadline - time.monotonic())))
+            continue
+        seen = False
         time.sleep(0.3)
     return False, container.logs().decode(errors="replace") + f"\n(timed out after {timeout:.0f}s)"
 

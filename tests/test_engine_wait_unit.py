@@ -61,6 +61,6 @@ def test_a_box_restarted_while_settling_is_not_started():
 
 def test_the_control_a_box_ending_after_the_settle_time_was_started():
     # The twin of the two above: the same box, ending only later, is started.
-    box = ScriptedBox(ends_after=SETTLE * 3)
+    box = ScriptedBox(ends_after=SETTLE * 25)
     ok, _ = engine.wait_started(box, timeout=10, settle=SETTLE)
     assert ok

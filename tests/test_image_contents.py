@@ -89,26 +89,27 @@ def test_the_compile_cache_is_roots_and_only_root_may_change_it(image):
     assert image.check_output(f"find {layout.NODE_COMPILE_CACHE} ! -user root -o -perm /022") == ""
 
 
-def _compile_cache_hits(docker_client, box_image, script: str) -> list[str]:
-    """What node says it took from its compile cache, as imd in a plain container."""
-    out = docker_client.containers.run(
-        box_image, entrypoint=["/bin/bash", "-c", script], command=[], user=f"{names.UID}:{names.UID}",
-        network_mode="none", labels={"imd-test": "1"}, healthcheck=NO_HEALTHCHECK,
-        environment={"NODE_DEBUG_NATIVE": "COMPILE_CACHE"}, remove=True, stdout=True, stderr=True,
-    )  # fmt: skip
-    return re.findall(r"V8 code cache for CommonJS (\S+) was accepted", out.decode(errors="replace"))
+@pytest.fixture(scope="module")
+def as_imd(image):
+    """The same container, its commands run as imd (`docker exec -u`)."""
+    return testinfra.get_host(f"docker://{names.UID}@{image.backend.name}")
 
 
-def test_the_browser_starts_from_the_compile_cache_as_imd(docker_client, box_image):
+def _compile_cache_hits(host, script: str) -> list[str]:
+    """What node says it took from its compile cache while `script` ran."""
+    out = host.run(f"export NODE_DEBUG_NATIVE=COMPILE_CACHE; {script}")
+    return re.findall(r"V8 code cache for CommonJS (\S+) was accepted", out.stdout + out.stderr)
+
+
+def test_the_browser_starts_from_the_compile_cache_as_imd(as_imd):
     # The launcher's MCP server, until it listens (unasked, it never starts Chromium).
     launch = (
-        f"{layout.BROWSER_DIR}/playwright-mcp --http 0 2>/tmp/err & "
-        "for _ in $(seq 100); do grep -q 'Listening on' /tmp/err && break; sleep 0.1; done; kill %1; cat /tmp/err"
+        f"{layout.BROWSER_DIR}/playwright-mcp --http 0 2>/tmp/mcp.err & pid=$!; "
+        "for _ in $(seq 100); do grep -q 'Listening on' /tmp/mcp.err && break; sleep 0.1; done; "
+        "kill $pid; cat /tmp/mcp.err"
     )
-    hits = _compile_cache_hits(docker_client, box_image, launch)
+    hits = _compile_cache_hits(as_imd, launch)
     assert "/opt/playwright-mcp/node_modules/playwright-core/lib/coreBundle.js" in hits, hits
     # The control: the same server's node started by hand, without the launcher, compiles it all.
-    plain = _compile_cache_hits(
-        docker_client, box_image, "node /opt/playwright-mcp/node_modules/@playwright/mcp/cli.js --help"
-    )
+    plain = _compile_cache_hits(as_imd, "node /opt/playwright-mcp/node_modules/@playwright/mcp/cli.js --help")
     assert plain == []

@@ -136,11 +136,12 @@ RUN useradd --uid 1000 --user-group --create-home --home-dir /home/imd --shell /
 # uid, so imd's is made by imd, then given to root: read-only in the box, code the check
 # runs never comes from the volume. Only the launcher points node at it
 # (NODE_COMPILE_CACHE): a node given it also writes its new entries at exit.
-RUN install -d -o imd -g imd /usr/local/lib/imd-box/node-compile-cache \
- && setpriv --reuid=imd --regid=imd --init-groups env NODE_COMPILE_CACHE=/usr/local/lib/imd-box/node-compile-cache \
+RUN cache=/usr/local/lib/imd-box/node-compile-cache \
+ && install -d -o imd -g imd "$cache" \
+ && setpriv --reuid=imd --regid=imd --init-groups env NODE_COMPILE_CACHE="$cache" \
       node /opt/playwright-mcp/node_modules/@playwright/mcp/cli.js --help >/dev/null \
- && chown -R root:root /usr/local/lib/imd-box/node-compile-cache \
- && chmod -R u=rwX,go=rX /usr/local/lib/imd-box/node-compile-cache
+ && chown -R root:root "$cache" \
+ && chmod -R u=rwX,go=rX "$cache"
 
 COPY firewall/ /usr/local/lib/imd-box/firewall/
 COPY worker/ /usr/local/lib/imd-box/worker/

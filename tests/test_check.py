@@ -13,6 +13,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import socket
 import tarfile
 import time
@@ -24,7 +25,7 @@ import pytest
 
 from imdbox import layout, names
 from imdbox.check.report import Report
-from imdbox.check.runner import run_check
+from imdbox.check.runner import PROBE_JS, run_check
 from imdbox.check.walls import WALLS
 from imdbox.runflags import HOST_ADDRS_ENV
 from tests.harness import boxes
@@ -614,7 +615,7 @@ def test_missing_tools_are_fail_not_crash(check, has_browser):
         assert "missing from the box" in report.by_id(wall).detail, show(report)
 
 
-def test_a_hanging_tool_is_fail_not_a_hang(check, has_browser):
+def test_a_hanging_tool_is_fail_not_a_hang(check, has_browser, docker_client, box_image, home_volume):
     hang = b"#!/bin/sh\nexec sleep 60\n"
     started = time.monotonic()
     report = check(patch={"/usr/bin/bwrap": hang})
@@ -622,6 +623,29 @@ def test_a_hanging_tool_is_fail_not_a_hang(check, has_browser):
     expect_failed(report, {"read_jail", "jailed_root", "image"}, has_browser)
     for wall in ("read_jail", "jailed_root", "image"):
         assert "timed out" in report.by_id(wall).detail, show(report)
+    # The jail's line was cut off at its limit: its canaries went all the same, or every
+    # later check on this volume would fail line 16 (EEXIST).
+    assert canaries_in(docker_client, box_image, home_volume) == [], "canaries left in the volume"
+
+
+# The probe's canary text (what it writes at each path the jail must not read).
+CANARY_TEXT = json.loads(re.search(r"const CANARY_TEXT = (\"[^\n]*\");", PROBE_JS.read_text()).group(1))
+
+
+def canaries_in(client, image: str, volume: str) -> list:
+    """The files of the volume that hold the read jail's canary text, found by a box with no network."""
+    out = client.containers.run(
+        image,
+        entrypoint=["/bin/sh", "-c", '/usr/bin/grep -rlF -- "$0" /v || [ $? = 1 ]', CANARY_TEXT.strip()],
+        command=[],
+        volumes={volume: {"bind": "/v", "mode": "ro"}},
+        network_mode="none",
+        labels={"imd-test": "1"},
+        healthcheck=topology_mod.NO_HEALTHCHECK,
+        remove=True,
+        stderr=False,
+    )
+    return out.decode().split()
 
 
 def test_a_box_that_never_starts_fails_every_line(check):

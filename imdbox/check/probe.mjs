@@ -558,10 +558,15 @@ function claudeSandboxSettings() {
   return { file, sandbox: sb, why: why.length ? `${file}: ${why.join("; ")}` : null };
 }
 
+// Every canary and folder the read jail's line makes, until removed. A line cut off at its
+// time limit (a tool that hangs) never gets to its own clean-up; the probe removes these
+// before it exits, or every later check would find them there (EEXIST: nothing proved).
+const MADE = [];
+
 async function readJail() {
   const claude = claudeSandboxSettings();
   if (claude.why) return { ok: false, detail: claude.why };
-  const made = [];
+  const made = MADE;
   let secrets, work;
   try {
     ({ secrets, work } = jailTargets(made));
@@ -831,5 +836,6 @@ const results = await Promise.all(
     return { id, ok: r.ok === true, detail: String(r.detail), ms: Date.now() - started };
   }),
 );
+cleanup(MADE);
 process.stdout.write(`IMD-BOX-CHECK ${JSON.stringify({ results })}\n`);
 process.exit(0);

@@ -23,7 +23,7 @@ from typing import Optional
 
 import pytest
 
-from imdbox import layout, names
+from imdbox import engine, layout, names
 from imdbox.check.report import Report
 from imdbox.check.runner import PROBE_JS, run_check
 from imdbox.check.walls import WALLS
@@ -517,11 +517,18 @@ def test_19_device_key_readable_by_others(check, has_browser, test_volume):
     assert "/home/imd/.identitymd/config.json mode 644" in report.by_id("secrets").detail
 
 
-def test_20_foundry_not_the_pinned_version(check, has_browser):
+def test_20_foundry_and_srt_not_the_pinned_versions(check, has_browser, docker_client, box_image):
     fake = b"#!/bin/sh\necho 'forge Version: 0.0.1-imdt'\n"
-    report = check(patch={"/usr/local/bin/forge": fake})
+    # srt's version is its package.json's: the real one with another version (srt still runs).
+    srt_package = os.path.dirname(os.path.dirname(layout.SANDBOX_RUNTIME))
+    package = json.loads(engine.image_files(docker_client, box_image, srt_package)["package.json"])
+    package["version"] = "0.0.2-imdt"
+    report = check(
+        patch={"/usr/local/bin/forge": fake, f"{srt_package}/package.json": (json.dumps(package).encode(), 0o644)}
+    )
     expect_failed(report, {"image"}, has_browser)
-    assert "forge 0.0.1-imdt (want 1.7.1)" in report.by_id("image").detail
+    detail = report.by_id("image").detail
+    assert "forge 0.0.1-imdt (want 1.7.1)" in detail and "srt 0.0.2-imdt (want 0.0.83)" in detail, detail
 
 
 def test_21_a_writable_root(check, has_browser):

@@ -29,7 +29,7 @@ from imdbox import engine, names, settings
 from tests.conftest import IN_CI
 from tests.fake_worker.fixtures import copy_of, remove_container
 from tests.harness.keep import KEPT, kept_files
-from tests.harness.topology import check_targets
+from tests.harness.topology import check_targets, start_again
 
 DEFAULT_SETTINGS = b"RUNTIMES=claude\nCONCURRENCY=2\n"
 WORKER = "(^|/)node .*imd start"  # the worker's supervisor (oldest) and the worker itself (newest)
@@ -337,10 +337,7 @@ def test_the_box_comes_back_after_the_engine_restarts(docker_client, bx, topolog
     # The harness's listeners have no restart policy: they stayed down. `box check` aims at
     # them (the internet, and Docker's resolver knows a listener by name), so start them
     # again, while the box comes back on its own.
-    for t in topology.containers:
-        t.reload()
-        assert t.status == "exited", t.status
-        t.start()
+    start_again(topology)
     _up_again(c, walls_lines=2)  # its restart policy brought it back, behind walls verified again
     for t in topology.containers:
         _poll(f"{t.name} listening again", lambda t=t: t.logs().count(b"listening:") > listening[t.name], timeout=30)

@@ -194,3 +194,25 @@ def test_a_controller_that_dies_still_hands_over_every_part(tmp_path, stub_world
     controller.hand_over(tmp_path).join(30)
     assert stub_world(str(tmp_path)).given["unusable"][0] == "could not make the test world: cut short"
     assert (tmp_path / "set_up.json").exists()  # no worker waits for it
+
+
+# ---------------------------------------------------------------- the world's teardown groups
+
+
+def test_containers_that_share_a_network_are_removed_one_by_one():
+    """topology.apart: the world's listeners in groups that share no network (the mac
+    listener is on two networks, so it joins the internet's group); unattached networks
+    give no group."""
+    from types import SimpleNamespace as Ns
+
+    from tests.harness.topology import apart
+
+    mac, internet, dns, router = (Ns(id=n) for n in ("mac", "internet", "dns", "router"))
+    networks = [
+        Ns(id="net-mac", containers=[mac]),
+        Ns(id="net-lan", containers=[router]),
+        Ns(id="net-internet", containers=[internet, dns, mac]),
+        Ns(id="net-empty", containers=[]),
+    ]
+    groups = sorted(sorted(c.id for c in g) for g in apart(networks))
+    assert groups == [["dns", "internet", "mac"], ["router"]]

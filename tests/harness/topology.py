@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import http.server
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -150,14 +151,39 @@ class _GatewayHandler(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def side_by_side(work, items) -> list:
+    """`work` on each item, all at once: each call mostly waits on the engine (a listener's
+    start or removal, 0.3 s), and the world's nine one by one were seconds of a quiet machine
+    at the run's start and end. The first error is raised once all are done."""
+    items = list(items)
+    if not items:
+        return []
+    with ThreadPoolExecutor(len(items)) as pool:
+        return list(pool.map(work, items))
+
+
+def apart(networks) -> list[list]:
+    """The networks' containers in groups that share no network. Docker's 20.10.24 can
+    deadlock when two containers leave one network at once (see scripts/test): a group is
+    removed one by one, the groups side by side."""
+    groups: list[dict] = []  # each: its containers by id
+    for n in networks:
+        merged = {c.id: c for c in n.containers}
+        for g in [g for g in groups if merged.keys() & g.keys()]:
+            groups.remove(g)
+            merged.update(g)
+        groups.append(merged)
+    return [list(g.values()) for g in groups if g]
+
+
 def _remove_leftovers(client: docker.DockerClient) -> None:
     # Anything still attached (listeners, boxes of an interrupted run) goes too:
     # the subnets are fixed, so only one topology can exist at a time.
-    for n in client.networks.list(names=[n.name for n in NETS]):
+    networks = client.networks.list(names=[n.name for n in NETS])
+    for n in networks:
         n.reload()
-        for c in n.containers:
-            c.remove(force=True)
-        n.remove()
+    side_by_side(lambda group: [c.remove(force=True) for c in group], apart(networks))
+    side_by_side(lambda n: n.remove(), networks)
     for t in TARGETS:  # a listener whose network went first
         for c in client.containers.list(all=True, filters={"name": f"^{PREFIX}listener-{t.name}$"}):
             c.remove(force=True)
@@ -200,6 +226,17 @@ def _start_listener(client: docker.DockerClient, image: str, target: Target):
     return client.containers.get(cid)
 
 
+def start_again(topo: Topology) -> None:
+    """The listeners, stopped (an engine restart: they have no restart policy), started again."""
+
+    def start(container) -> None:
+        container.reload()
+        assert container.status == "exited", (container.name, container.status)
+        container.start()
+
+    side_by_side(start, topo.containers)
+
+
 def _wait_listening(container, timeout: float = 20.0) -> None:
     import time
 
@@ -237,9 +274,8 @@ def build(client: docker.DockerClient, image: str) -> Topology:
     for net in NETS:
         _create_network(client, net)
     topo = _plan()
-    topo.containers = [_start_listener(client, image, t) for t in TARGETS]
-    for c in topo.containers:
-        _wait_listening(c)
+    topo.containers = side_by_side(lambda t: _start_listener(client, image, t), TARGETS)
+    side_by_side(_wait_listening, topo.containers)
     # The gateway addresses live on this host's bridges: the listeners are ours, on this host.
     host_handler = type("_HostHandler", (_GatewayHandler,), {"reply": b"imd-test-listener:host-public\n"})
     for address, handler in (
@@ -247,13 +283,12 @@ def build(client: docker.DockerClient, image: str) -> Topology:
         ((NETS[1].gateway, HOST_LISTENER_PORT), host_handler),
     ):
         server = http.server.ThreadingHTTPServer(address, handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        # Its shutdown waits for the loop to look again: every 0.1 s, not the default 0.5 s.
+        threading.Thread(target=server.serve_forever, args=(0.1,), daemon=True).start()
         topo._servers.append(server)
     return topo
 
 
 def teardown(client: docker.DockerClient, topo: Topology) -> None:
-    for server in topo._servers:
-        server.shutdown()
-        server.server_close()
+    side_by_side(lambda server: (server.shutdown(), server.server_close()), topo._servers)
     _remove_leftovers(client)

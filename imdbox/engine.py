@@ -397,20 +397,30 @@ def flags(
 
 def read_volume_file(client, path: str) -> Optional[bytes]:
     """A file from the volume, read through a created (never started) box: nothing runs."""
+    return read_volume_files(client, [path])[path]
+
+
+def read_volume_files(client, paths: Sequence[str]) -> dict[str, Optional[bytes]]:
+    """Files from the volume by path (None: not there; a link: its target), all read
+    through one created (never started) box: nothing runs."""
     with throwaway(client, flags(client, "read", ["true"], starts=False).sdk_kwargs()) as helper:
-        try:
-            chunks, stat = helper.get_archive(path)
-        except docker.errors.NotFound:
+        return {path: _one_file(helper, path) for path in paths}
+
+
+def _one_file(helper, path: str) -> Optional[bytes]:
+    try:
+        chunks, _ = helper.get_archive(path)
+    except docker.errors.NotFound:
+        return None
+    data = b"".join(chunks)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        member = tar.next()
+        if member is None:
             return None
-        data = b"".join(chunks)
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            member = tar.next()
-            if member is None:
-                return None
-            if member.issym() or member.islnk():
-                return member.linkname.encode()
-            handle = tar.extractfile(member)
-            return handle.read() if handle else b""
+        if member.issym() or member.islnk():
+            return member.linkname.encode()
+        handle = tar.extractfile(member)
+        return handle.read() if handle else b""
 
 
 def image_files(client, image_ref: str, directory: str) -> dict[str, bytes]:

@@ -147,13 +147,13 @@ def box_env(client: docker.DockerClient, image: str, network: str = FEED_NETWORK
 
 
 def volume_files(client: docker.DockerClient, env: BoxEnv, paths) -> dict[str, Optional[bytes]]:
-    """Files from the test volume, read by a plain container that never runs."""
+    """Files from the test volume, all read through one container that never runs."""
     from imdbox import engine
 
     saved = (names.IMAGE, names.VOLUME, names.NETWORK)
     names.IMAGE, names.VOLUME, names.NETWORK = env.image, env.volume, env.network
     try:
-        return {p: engine.read_volume_file(client, p) for p in paths}
+        return engine.read_volume_files(client, list(paths))
     finally:
         names.IMAGE, names.VOLUME, names.NETWORK = saved
 

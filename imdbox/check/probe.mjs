@@ -536,10 +536,11 @@ function jailTargets(made) {
   return { secrets, work };
 }
 
-/** Remove what the test made, newest first; a file replaced meanwhile (a login written
- * while the check ran) is not ours any more and stays. */
+/** Remove what the test made, newest first, and forget it (the exit's pass touches only what
+ * a cut-off line left); a file replaced meanwhile (a login written while the check ran) is
+ * not ours any more and stays. */
 function cleanup(made) {
-  for (const m of [...made].reverse()) {
+  for (const m of made.splice(0).reverse()) {
     try {
       if (m.ino === undefined) fs.rmdirSync(m.path);
       else if (fs.statSync(m.path).ino === m.ino && fs.readFileSync(m.path, "utf8") === CANARY_TEXT) fs.unlinkSync(m.path);

@@ -1,5 +1,7 @@
 """The harness's engine watch (tests/harness/machine.py): a stuck engine ends the run in
-minutes, with its reason; an engine that answers, or is only restarting, never does."""
+minutes, with its reason; an engine that answers, or is only restarting, never does.
+Also: worker box slots, the world handed to the workers, and how its teardown groups the
+listeners (topology.apart)."""
 
 from __future__ import annotations
 

@@ -647,6 +647,9 @@ def test_a_hanging_tool_is_fail_not_a_hang(check, has_browser, docker_client, bo
     expect_failed(report, {"read_jail", "jailed_root", "image"}, has_browser)
     for wall in ("read_jail", "jailed_root", "image"):
         assert "timed out" in report.by_id(wall).detail, show(report)
+    # The tool's own limit ends the line, and names the tool: the hung sleep (srt's child)
+    # holds srt's pipes, and a line that waited for them would end at the probe's limit.
+    assert report.by_id("read_jail").detail == "srt timed out", show(report)
     # The jail's line was cut off at its limit: its canaries went all the same, or every
     # later check on this volume would fail line 16 (EEXIST).
     assert canaries_in(docker_client, box_image, home_volume) == [], "canaries left in the volume"

@@ -51,15 +51,34 @@ function run(cmd, args = [], { timeout = TOOL_MS, input = null, env = process.en
     let timedOut = false;
     let child;
     try {
-      child = spawn(tool(cmd), args, { env, cwd, stdio: [input === null ? "ignore" : "pipe", "pipe", "pipe"] });
+      // Its own process group (detached), so that a timeout can kill what it started too.
+      const stdio = [input === null ? "ignore" : "pipe", "pipe", "pipe"];
+      child = spawn(tool(cmd), args, { env, cwd, stdio, detached: true });
     } catch (e) {
       resolve({ code: null, out, err: String(e), missing: e.code === "ENOENT", spawnError: e.code || String(e) });
       return;
     }
+    // `close` waits for every holder of the tool's pipes, and a child of the tool that left
+    // its group (a new session) may hold them long after the tool: once the tool is gone and
+    // its time is up, stop listening, or the line waits out the probe's limit, not the tool's.
+    let exited = false;
+    const letGo = () => {
+      child.stdout.destroy();
+      child.stderr.destroy();
+    };
     const timer = setTimeout(() => {
       timedOut = true;
-      child.kill("SIGKILL");
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        child.kill("SIGKILL");
+      }
+      if (exited) letGo();
     }, timeout);
+    child.on("exit", () => {
+      exited = true;
+      if (timedOut) letGo();
+    });
     child.stdout.on("data", (d) => (out += d));
     child.stderr.on("data", (d) => (err += d));
     if (input !== null) child.stdin.end(input);

@@ -60,5 +60,9 @@ def use_seat(seat: Optional[str]) -> None:
 def box_command(*words: str) -> str:
     """A box command the user is told to run, for the seat this command acts on:
     `box start`, or `box --seat alice start` under `box --seat alice`."""
-    seat = ["--seat", SEAT] if SEAT is not None else []
-    return " ".join(["box", *seat, *words])
+    return seat_command(SEAT, *words)
+
+
+def seat_command(seat: Optional[str], *words: str) -> str:
+    """A box command for a seat (None: the one without a name)."""
+    return " ".join(["box", *(["--seat", seat] if seat is not None else []), *words])

@@ -41,6 +41,9 @@ TMPFS = {
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The entrypoint REJECTs each of these (the Mac's or the Linux host's own addresses).
 HOST_ADDRS_ENV = "IMD_BOX_HOST_ADDRS"
+# How a message from inside the box names a box command: the seat's whose volume it runs
+# on (`box --seat alice setup`), or a user following it would act on another seat.
+BOX_COMMAND_ENV = "IMD_BOX_COMMAND"
 
 
 def seccomp_path() -> Path:
@@ -134,6 +137,7 @@ class RunFlags:
     @property
     def env(self) -> dict[str, str]:
         env = dict(self.environment)
+        env[BOX_COMMAND_ENV] = names.seat_command(names.seat_of_volume(self.volume)[1])
         if self.host_addresses:
             env[HOST_ADDRS_ENV] = " ".join(self.host_addresses)
         return env

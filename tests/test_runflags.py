@@ -68,7 +68,11 @@ def test_read_only_root_with_tmpfs_only_where_needed():
 
 def test_host_addresses_reach_the_entrypoint_as_one_variable():
     kw = flags(host_addresses=("203.0.113.7", "198.51.100.1"), environment={"X": "y"}).sdk_kwargs()
-    assert kw["environment"] == {"X": "y", runflags.HOST_ADDRS_ENV: "203.0.113.7 198.51.100.1"}
+    assert kw["environment"] == {
+        "X": "y",
+        runflags.HOST_ADDRS_ENV: "203.0.113.7 198.51.100.1",
+        runflags.BOX_COMMAND_ENV: "box",
+    }
     assert runflags.HOST_ADDRS_ENV not in flags().sdk_kwargs()["environment"]
 
 
@@ -123,3 +127,17 @@ def test_cli_args_are_the_same_box():
     assert sorted(opts["--env"]) == sorted(f"{k}={v}" for k, v in kw["environment"].items())
     for forbidden in ("--privileged", "--volume", "-v", "--publish", "-p", "--device", "--pid", "--ipc"):
         assert forbidden not in args
+
+
+@pytest.mark.parametrize(
+    "volume, command",
+    [
+        (names.BASE_VOLUME, "box"),
+        (f"{names.BASE_VOLUME}-alice", "box --seat alice"),
+        ("someone-elses-volume", "box"),  # not a seat's: the plain command
+    ],
+)
+def test_the_box_names_its_seats_command(volume, command):
+    """What run.sh puts in its messages (`run 'box --seat alice setup'`): the seat of the
+    volume the box runs on, whichever seat the flags were made under."""
+    assert flags(volume=volume).sdk_kwargs()["environment"][runflags.BOX_COMMAND_ENV] == command

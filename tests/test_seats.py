@@ -13,6 +13,7 @@ import re
 import docker
 import pytest
 
+from imdbox import runflags
 from tests.fake_worker.fixtures import box_env
 
 SEATS = ("a", "b")
@@ -74,6 +75,9 @@ def test_two_seats_run_side_by_side_and_one_goes_alone(docker_client, two_seats)
         r = env.run("--seat", seat, "start")
         assert r.returncode == 0, r.all
         assert _state(docker_client, f"{env.container}-{seat}")[0] == "running"
+        # What run.sh's messages tell the user to run names this seat (test_settings shows it).
+        config = docker_client.containers.get(f"{env.container}-{seat}").attrs["Config"]
+        assert f"{runflags.BOX_COMMAND_ENV}=box --seat {seat}" in config["Env"]
     assert _state(docker_client, env.container)[0] == "gone", "the seat without a name was never made"
 
     r = env.run("seats")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from imdbox import names, settings
+from imdbox import names, runflags, settings
 
 RUN = names.REPO_ROOT / "worker" / "run.sh"
 CASES = json.loads((Path(__file__).parent / "vectors" / "settings.json").read_text())["cases"]
@@ -69,6 +69,20 @@ def test_run_sh(case, stub_imd, tmp_path):
         assert case["error"] in line and "damaged" in line, line
         assert line.startswith("imd-box: ") and line.endswith("the worker was not started"), line
         assert "/.imd-box/settings.env" in line and "box runtime claude" in line, line
+
+
+def test_run_sh_names_the_box_command_of_its_seat(stub_imd, tmp_path):
+    """A seat's box tells the user the seat's command: a plain `box setup` would act on
+    the seat without a name."""
+    (tmp_path / ".imd-box").mkdir()
+    (tmp_path / ".imd-box" / "settings.env").write_bytes(b"RUNTIMES=claude\n")
+    env = {"HOME": str(tmp_path), "PATH": f"{stub_imd}:/usr/bin:/bin", runflags.BOX_COMMAND_ENV: "box --seat alice"}
+    r = subprocess.run(["bash", str(RUN)], env=env, capture_output=True, text=True, timeout=20)
+    assert r.returncode == 1, r.stderr
+    assert "run 'box --seat alice runtime claude' (or 'box --seat alice setup') on your Mac" in r.stderr, r.stderr
+    env["PATH"] = "/usr/bin:/bin"  # no imd
+    r = subprocess.run(["bash", str(RUN)], env=env, capture_output=True, text=True, timeout=20)
+    assert r.returncode == 1 and "not installed in the volume: run 'box --seat alice setup' first" in r.stderr, r.stderr
 
 
 def test_the_file_box_writes_is_what_install_sh_writes():

@@ -5,12 +5,15 @@ set -euo pipefail
 
 settings="${HOME:-/home/imd}/.imd-box/settings.env"
 die() { echo "imd-box: $*; the worker was not started" >&2; exit 1; }
-fix="run 'box runtime claude' (or 'box setup') on your Mac to write it again"
+# The box command as the Mac names it for this box's seat (box sets it; plain `box` when
+# this script runs outside a box).
+box=${IMD_BOX_COMMAND:-box}
+fix="run '$box runtime claude' (or '$box setup') on your Mac to write it again"
 damaged() { die "$settings is damaged ($1): $fix"; }
 shown() { local v=${1:0:24}; printf '%s' "${v//[^[:print:]]/?}"; } # a value from the file, for one line
 
 command -v imd >/dev/null 2>&1 \
-  || die "the worker (imd) is not installed in the volume: run 'box setup' first"
+  || die "the worker (imd) is not installed in the volume: run '$box setup' first"
 
 # The settings, read as strictly as box's own parser (imdbox/settings.py; the cases
 # both are held to are tests/vectors/settings.json): exactly the keys RUNTIMES and
@@ -62,7 +65,7 @@ fi
 if [[ "$runtimes" == *,* ]]; then
   help=$(imd help 2>&1 || true)
   if ! grep -qE -- '^ *--runtime <[^>]*,' <<<"$help"; then
-    die "the saved runtimes are '$runtimes', but this worker runs one runtime at a time: run 'box runtime ${runtimes%%,*}' (or another one of them)"
+    die "the saved runtimes are '$runtimes', but this worker runs one runtime at a time: run '$box runtime ${runtimes%%,*}' (or another one of them)"
   fi
 fi
 

@@ -71,17 +71,8 @@ def agents(docker_client, box_image):
 
 def volume_sizes(client, image: str, volume: str) -> dict[str, str]:
     """`du` of the volume, its npm prefix and its npm cache, in a box with no network."""
-    out = client.containers.run(
-        image,
-        # One du each: given a folder and its parent at once, du counts the folder once and names only one.
-        entrypoint=["/bin/sh", "-c", "for d in /v /v/.npm-global /v/.npm; do /usr/bin/du -sh $d; done"],
-        command=[],
-        volumes={volume: {"bind": "/v", "mode": "ro"}},
-        network_mode="none",
-        user="1000:1000",
-        labels={"imd-test": "1"},
-        remove=True,
-    ).decode()
+    # One du each: given a folder and its parent at once, du counts the folder once and names only one.
+    out = boxes.over_volume(client, image, volume, "for d in /v /v/.npm-global /v/.npm; do /usr/bin/du -sh $d; done")
     size = dict(reversed(line.split("\t")) for line in out.strip().splitlines())
     return {"total": size["/v"], "global": size["/v/.npm-global"], "cache": size["/v/.npm"]}
 

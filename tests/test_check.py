@@ -661,18 +661,9 @@ CANARY_TEXT = json.loads(re.search(r"const CANARY_TEXT = (\"[^\n]*\");", PROBE_J
 
 def canaries_in(client, image: str, volume: str) -> list:
     """The files of the volume that hold the read jail's canary text, found by a box with no network."""
-    out = client.containers.run(
-        image,
-        entrypoint=["/bin/sh", "-c", '/usr/bin/grep -rlF -- "$0" /v || [ $? = 1 ]', CANARY_TEXT.strip()],
-        command=[],
-        volumes={volume: {"bind": "/v", "mode": "ro"}},
-        network_mode="none",
-        labels={"imd-test": "1"},
-        healthcheck=topology_mod.NO_HEALTHCHECK,
-        remove=True,
-        stderr=False,
-    )
-    return out.decode().split()
+    return boxes.over_volume(
+        client, image, volume, '/usr/bin/grep -rlF -- "$0" /v || [ $? = 1 ]', CANARY_TEXT.strip()
+    ).split()
 
 
 def test_a_box_that_never_starts_fails_every_line(check):

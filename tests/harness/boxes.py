@@ -12,7 +12,7 @@ from typing import Callable, Optional
 
 import docker
 
-from imdbox import engine
+from imdbox import engine, names
 from imdbox.engine import WALLS_UP  # the entrypoint's line that `box start` waits for
 
 from .topology import NO_HEALTHCHECK, PREFIX, Topology
@@ -43,6 +43,23 @@ def names_from(client: docker.DockerClient, prefix: str) -> list[str]:
     """The containers whose name starts with `prefix` (a box's name: the box and its one-offs)."""
     found = (n.lstrip("/") for c in containers(client, name=prefix) for n in c["Names"])
     return sorted(n for n in found if n.startswith(prefix))
+
+
+def over_volume(client: docker.DockerClient, image: str, volume: str, script: str, *args: str) -> str:
+    """The output of `script` (sh; `args` are its $0, $1, ...) run as imd over `volume`,
+    mounted read-only at /v, in a box of `image` with no entrypoint and no network."""
+    return client.containers.run(
+        image,
+        entrypoint=["/bin/sh", "-c", script, *args],
+        command=[],
+        volumes={volume: {"bind": "/v", "mode": "ro"}},
+        network_mode="none",
+        user=f"{names.UID}:{names.UID}",
+        labels={"imd-test": "1"},
+        healthcheck=NO_HEALTHCHECK,
+        remove=True,
+        stderr=False,
+    ).decode()
 
 
 @contextlib.contextmanager

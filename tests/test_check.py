@@ -639,10 +639,12 @@ def test_missing_tools_are_fail_not_crash(check, has_browser):
         assert "missing from the box" in report.by_id(wall).detail, show(report)
 
 
+HANG = b"#!/bin/sh\nexec sleep 60\n"
+
+
 def test_a_hanging_tool_is_fail_not_a_hang(check, has_browser, docker_client, box_image, home_volume):
-    hang = b"#!/bin/sh\nexec sleep 60\n"
     started = time.monotonic()
-    report = check(patch={"/usr/bin/bwrap": hang})
+    report = check(patch={"/usr/bin/bwrap": HANG})
     assert time.monotonic() - started < 30
     expect_failed(report, {"read_jail", "jailed_root", "image"}, has_browser)
     for wall in ("read_jail", "jailed_root", "image"):
@@ -650,8 +652,21 @@ def test_a_hanging_tool_is_fail_not_a_hang(check, has_browser, docker_client, bo
     # The tool's own limit ends the line, and names the tool: the hung sleep (srt's child)
     # holds srt's pipes, and a line that waited for them would end at the probe's limit.
     assert report.by_id("read_jail").detail == "srt timed out", show(report)
-    # The jail's line was cut off at its limit: its canaries went all the same, or every
-    # later check on this volume would fail line 16 (EEXIST).
+    # The line's own clean-up ran: every later check on this volume would fail line 16 (EEXIST).
+    assert canaries_in(docker_client, box_image, home_volume) == [], "canaries left in the volume"
+
+
+def test_a_line_cut_off_at_the_probes_limit_leaves_no_canaries(check, docker_client, box_image, home_volume):
+    """Tools given longer than the probe's line limit (the config's tool_ms): line 16 is cut
+    off mid-way, its own clean-up never runs, and the probe's exit removes its canaries."""
+
+    def patient_tools(kw):
+        config = json.loads(kw["command"][-1])
+        config["tool_ms"] = 30_000
+        kw["command"][-1] = json.dumps(config)
+
+    report = check(patch={"/usr/bin/bwrap": HANG}, mutate=patient_tools)
+    assert report.by_id("read_jail").detail.startswith("the probe timed out after"), show(report)
     assert canaries_in(docker_client, box_image, home_volume) == [], "canaries left in the volume"
 
 

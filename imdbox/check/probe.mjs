@@ -599,12 +599,11 @@ const MADE = [];
 async function readJail() {
   const claude = claudeSandboxSettings();
   if (claude.why) return { ok: false, detail: claude.why };
-  const made = MADE;
   let secrets, work;
   try {
-    ({ secrets, work } = jailTargets(made));
+    ({ secrets, work } = jailTargets(MADE));
   } catch (e) {
-    cleanup(made);
+    cleanup(MADE);
     return { ok: false, detail: `cannot set up the test in ${HOME} (${e.code || e}): nothing proved` };
   }
   let scratch;
@@ -666,7 +665,7 @@ async function readJail() {
     };
   } finally {
     if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
-    cleanup(made);
+    cleanup(MADE);
   }
 }
 

@@ -534,6 +534,22 @@ def test_19_device_key_readable_by_others(check, has_browser, test_volume):
     assert "/home/imd/.identitymd/config.json mode 644" in report.by_id("secrets").detail
 
 
+def test_16_a_fifo_planted_at_a_secrets_path_is_fail_not_a_hang(check, has_browser, test_volume):
+    # As imd would: a FIFO where tools.env goes. Reading it waits for a writer that never
+    # comes; the check must say so, not block on it.
+    seed = (
+        "setpriv --reuid=imd --regid=imd --init-groups -- sh -c "
+        "'install -d -m 700 /home/imd/.identitymd && mkfifo -m 600 /home/imd/.identitymd/tools.env'"
+    )
+    started = time.monotonic()
+    report = check(volume=test_volume, patch=after_firewall(seed))
+    assert time.monotonic() - started < 30, show(report)
+    expect_failed(report, {"read_jail"}, has_browser)
+    assert report.by_id("read_jail").detail == (
+        "tools.env: /home/imd/.identitymd/tools.env is not a regular file (a fifo): nothing to prove"
+    ), show(report)
+
+
 def test_20_foundry_and_srt_not_the_pinned_versions(check, has_browser, docker_client, box_image):
     fake = b"#!/bin/sh\necho 'forge Version: 0.0.1-imdt'\n"
     # srt's version is its package.json's: the real one with another version (srt still runs).

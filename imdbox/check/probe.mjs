@@ -567,8 +567,21 @@ function cleanup(made) {
   }
 }
 
+/** A regular file's digest, read through the one descriptor it was checked on. Opened
+ * without waiting: a FIFO planted where a secret goes would block the probe's one thread
+ * on its open or its read, and every line with it. */
 function sha256(file) {
-  return createHash("sha256").update(fs.readFileSync(file)).digest("hex");
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile()) {
+      const kind = st.isFIFO() ? "fifo" : st.isDirectory() ? "directory" : st.isSocket() ? "socket" : "device";
+      throw Object.assign(new Error(`${file} is a ${kind}`), { code: "ENOTREG", kind });
+    }
+    return createHash("sha256").update(fs.readFileSync(fd)).digest("hex");
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 /** Claude Code's managed settings, and why they do not make a read jail (null when they do). */
@@ -614,7 +627,8 @@ async function readJail() {
       try {
         digest[file] = sha256(file);
       } catch (e) {
-        return { ok: false, detail: `${label}: the worker itself cannot read ${file} (${e.code}): nothing to prove` };
+        const why = e.kind ? `${file} is not a regular file (a ${e.kind})` : `the worker itself cannot read ${file} (${e.code})`;
+        return { ok: false, detail: `${label}: ${why}: nothing to prove` };
       }
     }
     // The jail as Claude Code builds it for a Bash command: its sandbox library with the

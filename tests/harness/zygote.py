@@ -20,6 +20,7 @@ is a line `pid N`, then `exit CODE` once it has ended.
 
 from __future__ import annotations
 
+import gc
 import json
 import locale
 import os
@@ -157,6 +158,11 @@ def zygote_for(env: dict[str, str], cwd: str) -> Zygote:
 def serve(path: str) -> None:
     for module in PRELOAD:
         __import__(module)
+    # The libraries' objects live as long as any command, so no collection in a command
+    # needs to look at them: frozen, they are left out of its collections. Otherwise each
+    # command's full collections walked them all (and, writing to them, copied the pages
+    # they share with this server): 40 % of a `box status`'s CPU (0.12 core-s, now 0.074).
+    gc.freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)

@@ -11,11 +11,13 @@ import subprocess
 import sys
 import threading
 import time
+import types
 
 import pytest
 import requests.exceptions
 
 from imdbox import names
+from tests.harness import boxes
 from tests.harness.machine import EngineWatch
 
 
@@ -218,3 +220,22 @@ def test_containers_that_share_a_network_are_removed_one_by_one():
     ]
     groups = sorted(sorted(c.id for c in g) for g in apart(networks))
     assert groups == [["dns", "internet", "mac"], ["router"]]
+
+
+class _LosesOutputOnce:
+    """A container whose first exec comes back with its exit code but none of its output,
+    as the engine sometimes returns a process that ended at once (moby/moby#27289)."""
+
+    def __init__(self, output: bytes) -> None:
+        self.output, self.calls = output, 0
+
+    def exec_run(self, cmd, user, demux):
+        self.calls += 1
+        return types.SimpleNamespace(exit_code=7, output=b"" if self.calls == 1 else self.output)
+
+
+def test_a_probe_whose_output_the_engine_lost_is_asked_again():
+    refused = b"*   Trying 198.51.100.129:80...\n* connect to 198.51.100.129 port 80 failed: No route to host\n"
+    box = _LosesOutputOnce(refused)
+    assert boxes.http_probe(box, "http://198.51.100.129/") == boxes.Probe("refused", "No route to host")
+    assert box.calls == 2

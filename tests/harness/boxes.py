@@ -192,9 +192,20 @@ def classify_curl(code: int, out: str) -> Probe:
     return Probe("error", f"curl exit {code}: {out.strip()}")
 
 
+# The engine can lose an exec's output when its process ends at once (moby/moby#27289,
+# docker/docker-py#2042). Seen here under a full run's load: a REJECTed curl's exit 7
+# with no output at all, so no errno to tell a refusal from any other failure.
+PROBE_TRIES = 3
+
+
 def http_probe(container, url: str, user: str = "imd", seconds: int = 3) -> Probe:
-    # -v: curl 8 says only "Could not connect"; the verbose lines carry the errno.
-    code, out = run(container, ["curl", "-sS", "-v", "-g", "-m", str(seconds), url], user=user, timeout=seconds + 5)
+    # -v: curl 8 says only "Could not connect"; the verbose lines carry the errno. They come
+    # before anything else ("* Trying"), so a probe with no output lost it: it is asked again
+    # (a GET to one of the harness's own listeners, which changes nothing).
+    for _ in range(PROBE_TRIES):
+        code, out = run(container, ["curl", "-sS", "-v", "-g", "-m", str(seconds), url], user=user, timeout=seconds + 5)
+        if out.strip():
+            break
     return classify_curl(code, out)
 
 

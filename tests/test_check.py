@@ -221,9 +221,10 @@ HEALTHY_EVIDENCE = {
     "internet": ["GET http://198.51.100.10/ -> 200"],
     "read_jail": [
         "Claude's sandbox (srt, rules from /etc/claude-code/managed-settings.json)",
-        "cannot read the Claude login (canary), the device key (canary) or tools.env (canary)",
+        "cannot read the Claude login (canary), the device key (canary), tools.env (canary),"
+        " another job's workspace or the rest of the home",
         "nor through /proc/<pid>/root",
-        "it reads the work root",
+        "it reads the job's own workspace",
         "the worker can",
     ],
     "jailed_root": [
@@ -455,17 +456,23 @@ def managed_with(change) -> dict:
     return {CLAUDE_SETTINGS: (json.dumps(settings).encode(), 0o644)}
 
 
-def test_16_a_deny_rule_dropped_from_the_managed_settings(check, has_browser):
-    def drop(settings):
-        settings["sandbox"]["filesystem"]["denyRead"].remove("~/.identitymd/config.json")
+def test_16_a_jail_of_three_files_not_the_home(check, has_browser):
+    # The rules before the jail was the home: the three secrets alone.
+    def three_files(settings):
+        settings["sandbox"]["filesystem"]["denyRead"] = [
+            "~/.claude/.credentials.json",
+            "~/.identitymd/config.json",
+            "~/.identitymd/tools.env",
+        ]
 
-    report = check(patch=managed_with(drop))
+    report = check(patch=managed_with(three_files))
     expect_failed(report, {"read_jail"}, has_browser)
     detail = report.by_id("read_jail").detail
-    assert "the sandbox READ the device key (canary) at /home/imd/.identitymd/config.json" in detail
+    assert "the sandbox READ another job's workspace at /home/imd/.identitymd/work/" in detail
+    assert "the rest of the home at /home/imd/.imd-box-check-canary" in detail
     # /proc/<pid>/root stays shut: the sandbox's own namespaces refuse it whatever the rules say.
     assert "through /proc/" not in detail
-    assert "Claude login" not in detail  # its rule stayed
+    assert "Claude login" not in detail and "device key" not in detail  # their rules stayed
 
 
 def test_16_the_managed_settings_allow_running_unsandboxed(check, has_browser):
@@ -486,14 +493,14 @@ def test_16_no_managed_settings_at_all(check, has_browser):
     assert "ENOENT: Claude Code runs without managed settings" in report.by_id("read_jail").detail
 
 
-def test_16_a_jail_that_hides_the_work_root_too(check, has_browser):
-    # Hiding the whole home would pass a naive check: the work root must stay readable.
+def test_16_a_jail_that_hides_the_workspace_too(check, has_browser):
+    # Hiding the whole home would pass a naive check: the job's own workspace must stay readable.
     def whole_home(settings):
-        settings["sandbox"]["filesystem"]["denyRead"].append("~/.identitymd")
+        del settings["sandbox"]["filesystem"]["allowRead"]
 
     report = check(patch=managed_with(whole_home))
     expect_failed(report, {"read_jail"}, has_browser)
-    assert "cannot read the work root either" in report.by_id("read_jail").detail
+    assert "cannot read the job's own workspace either" in report.by_id("read_jail").detail
 
 
 def test_16_17_no_user_namespaces(check, has_browser):

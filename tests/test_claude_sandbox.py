@@ -1,14 +1,17 @@
 """Claude's sandbox is the read jail: the image's managed settings, applied by the
-sandbox library Claude Code is built on, keep the worker's secrets from a job's
-commands and leave the work root readable.
+sandbox library Claude Code is built on, keep the whole home from a job's commands
+(secrets, other jobs, transcripts, other runtimes' logins) and leave the job's own
+workspace readable and writable.
 
 Claude Code wraps each Bash command with @anthropic-ai/sandbox-runtime (`srt`). These
 tests run the image's own copy of it, as imd, in a box with the worker's walls on the
 harness's internal networks, with the `sandbox` block of
 /etc/claude-code/managed-settings.json (the file Claude Code reads) turned into srt's
 settings exactly as `box check` line 16 does: srt takes the same keys and ignores
-Claude's own. Each wall shows both sides (the worker itself reads what the sandbox
-cannot), and the breaking twin drops one deny rule from a copy of the settings.
+Claude's own. srt runs in the job's workspace, as Claude Code runs a job's command
+(the managed file's allowRead "." is that folder). Each wall shows both sides (the
+worker itself reads what the sandbox cannot), and the breaking twins take the home's
+rule, or the workspace's, out of a copy of the settings.
 """
 
 from __future__ import annotations
@@ -33,23 +36,34 @@ SECRETS = {
     "login": f"{HOME}/.claude/.credentials.json",
     "device key": f"{HOME}/.identitymd/config.json",
     "tools.env": f"{HOME}/.identitymd/tools.env",
+    "claude state": f"{HOME}/.claude.json",
+    "transcript": f"{HOME}/.claude/projects/-home-imd--identitymd-work-job-2-node-1/session.jsonl",
+    "other job": f"{HOME}/.identitymd/work/job-2/node-1/index.html",
+    "codex login": f"{HOME}/.codex/auth.json",
+    "grok login": f"{HOME}/.grok/user-settings.json",
+    "git login": f"{HOME}/.git-credentials",
+    "ssh key": f"{HOME}/.ssh/id_ed25519",
 }
-WORK_FILE = f"{HOME}/.identitymd/work/job-1/index.html"
-JAIL_DIR = "/tmp/imdt-jail"  # srt's settings and its working directory (the box's /tmp)
+WORKSPACE = f"{HOME}/.identitymd/work/job-1/node-1"  # the job srt runs for: its cwd
+WORK_FILE = f"{WORKSPACE}/index.html"
+JAIL_DIR = "/tmp/imdt-jail"  # srt's settings (the box's /tmp)
 
 # The managed file's `sandbox` block as srt settings (the same mapping as probe.mjs):
 # no network, nothing writable, the file's filesystem rules, bwrap/socat/rg paths and
-# the weaker nested mode. argv: the output file, then deny entries to leave out (the
-# breaking twin's "copy without the rule").
+# the weaker nested mode. argv: the output file, then filesystem entries to leave out
+# (the breaking twins' "copy without the rule").
 DERIVE = r"""
 const fs = require("fs");
 const [out, ...drop] = process.argv.slice(1);
 const sb = JSON.parse(fs.readFileSync(process.env.MANAGED, "utf8")).sandbox;
 const denyRead = sb.filesystem.denyRead.filter((p) => !drop.includes(p));
+const allowRead = sb.filesystem.allowRead.filter((p) => !drop.includes(p));
+// Claude Code lets a command write in its working directory, which srt then binds readable too.
+const allowWrite = ["."].filter((p) => !drop.includes(p));
 const jail = {
   ...sb,
   network: { allowedDomains: [], deniedDomains: [] },
-  filesystem: { allowWrite: [], denyWrite: [], ...sb.filesystem, denyRead },
+  filesystem: { denyWrite: [], ...sb.filesystem, allowWrite, denyRead, allowRead },
 };
 fs.writeFileSync(out, JSON.stringify(jail));
 """
@@ -89,7 +103,7 @@ def derive(container, name: str, *drop: str) -> str:
 def sandboxed(container, settings: str, command: str) -> tuple[int, str]:
     """`command` wrapped by srt with these settings, as Claude Code wraps a Bash command."""
     srt = ["/usr/local/bin/node", TOOLS["srt"], "--settings", settings, "--", "/bin/sh", "-c", command]
-    return as_imd(container, f"cd {JAIL_DIR} && {shlex.join(srt)}")
+    return as_imd(container, f"cd {WORKSPACE} && {shlex.join(srt)}")
 
 
 @pytest.fixture(scope="module")
@@ -112,13 +126,17 @@ def test_the_settings_turn_the_sandbox_on_with_no_way_around_it():
         "/usr/bin/socat",
         {"command": "/usr/bin/rg"},
     )
-    home_paths = {f"~{path[len(HOME) :]}" for path in SECRETS.values()}
-    assert set(sb["filesystem"]["denyRead"]) == home_paths
-    # The same files as permission rules (Claude's own Read/Edit tools), and never the work root.
-    assert set(MANAGED["permissions"]["deny"]) == {f"{tool}({p})" for p in home_paths for tool in ("Read", "Edit")}
-    # No rule reaches the work root (~/.identitymd/work), where jobs read and write.
-    ruled = [*sb["filesystem"]["denyRead"], *(r[r.index("(") + 1 : -1] for r in MANAGED["permissions"]["deny"])]
-    assert not any(covers(p, "~/.identitymd/work") for p in ruled), ruled
+    # The whole home is denied, and only the job's own folder (the command's cwd) allowed again;
+    # a settings file a job writes in its workspace cannot allow more.
+    assert sb["filesystem"] == {"denyRead": ["~/"], "allowRead": ["."], "allowManagedReadPathsOnly": True}
+    # The box's firewall is the network wall: a job's commands reach what the box reaches.
+    assert sb["network"] == {"allowedDomains": ["*"]}
+    # Claude's own Read/Edit tools run outside the sandbox: the secrets are permission rules too,
+    # and no rule reaches the work root (~/.identitymd/work), where jobs read and write.
+    deny = MANAGED["permissions"]["deny"]
+    for secret in ("login", "device key", "tools.env", "claude state", "codex login", "ssh key"):
+        assert any(covers(r[r.index("(") + 1 : -1], f"~{SECRETS[secret][len(HOME) :]}") for r in deny), secret
+    assert not any(covers(r[r.index("(") + 1 : -1], "~/.identitymd/work") for r in deny), deny
 
 
 def covers(rule: str, path: str) -> bool:
@@ -137,9 +155,20 @@ def test_a_sandboxed_read_of_each_secret_fails_and_the_worker_reads_it(box, mana
     assert "Permission denied" in out or "No such file" in out, out
 
 
-def test_a_sandboxed_read_in_the_work_root_succeeds(box, managed, marks):
-    code, out = sandboxed(box, managed, f"cat {WORK_FILE} && ls {HOME}/.identitymd/work")
-    assert code == 0 and marks["work"] in out and "job-1" in out, out
+def test_a_sandboxed_command_reads_and_writes_its_own_workspace(box, managed, marks):
+    code, out = sandboxed(box, managed, "cat index.html && echo built > dist.html && cat dist.html")
+    assert code == 0 and marks["work"] in out and "built" in out, out
+
+
+def test_a_sandboxed_command_has_a_home_to_write_in_that_the_next_one_never_sees(box, managed):
+    # npm's cache, git's config, forge's ~/.svm: a throwaway home, gone with the command, so
+    # nothing one job's command writes there is waiting for the next.
+    code, out = sandboxed(box, managed, "mkdir -p ~/.npm && echo planted > ~/.npm/mark && cat ~/.npm/mark")
+    assert code == 0 and "planted" in out, out
+    code, out = sandboxed(box, managed, "cat ~/.npm/mark")
+    assert code != 0 and "planted" not in out, out
+    code, out = as_imd(box, f"test -e {HOME}/.npm/mark && echo leaked || echo kept-out")
+    assert "kept-out" in out, out
 
 
 def test_nor_through_proc_root_of_a_process_outside(box, managed, marks):
@@ -159,10 +188,14 @@ def test_a_sandboxed_command_cannot_make_a_user_namespace(box, managed):
     assert code != 0 and "unshared" not in out, out
 
 
-def test_breaking_twin_a_copy_without_the_device_keys_rule_reads_it(box, marks):
-    broken = derive(box, "broken", "~/.identitymd/config.json")
-    code, out = sandboxed(box, broken, f"cat {SECRETS['device key']}")
-    assert code == 0 and marks["device key"] in out, out
-    # Only that rule went: the login stays hidden under the same copy.
-    code, out = sandboxed(box, broken, f"cat {SECRETS['login']}")
-    assert code != 0 and marks["login"] not in out, out
+def test_breaking_twin_a_copy_without_the_homes_rule_reads_it(box, marks):
+    broken = derive(box, "broken", "~/")
+    for secret in ("device key", "other job"):
+        code, out = sandboxed(box, broken, f"cat {SECRETS[secret]}")
+        assert code == 0 and marks[secret] in out, out
+
+
+def test_breaking_twin_a_copy_without_the_workspaces_rule_cannot_work(box, marks):
+    broken = derive(box, "no-workspace", ".")
+    code, out = sandboxed(box, broken, "cat index.html")
+    assert code != 0 and marks["work"] not in out, out

@@ -539,8 +539,9 @@ function makeCanary(file, made) {
 }
 
 /** What the jail must not read (the real login, device key and tools.env, or a canary AT
- * each path when it does not exist yet: the sandbox's deny rules name these files), and a
- * file in the work root it must read. */
+ * each path when it does not exist yet), a canary in another job's workspace and one in the
+ * home itself (the jail is the whole home, not a list of files), and the workspace of the job
+ * the jail runs for, which it must read: srt runs in it, as Claude Code runs a job's command. */
 function jailTargets(made) {
   const p = secretPaths();
   const secrets = [];
@@ -556,9 +557,17 @@ function jailTargets(made) {
     makeCanary(file, made);
     secrets.push([`${label} (canary)`, file]);
   }
-  const work = path.join(p.workRoot, CANARY);
+  for (const [label, file] of [
+    ["another job's workspace", path.join(p.workRoot, `${CANARY}-other`, "file")],
+    ["the rest of the home", path.join(HOME, CANARY)],
+  ]) {
+    makeCanary(file, made);
+    secrets.push([label, file]);
+  }
+  const workspace = path.join(p.workRoot, CANARY);
+  const work = path.join(workspace, "file");
   makeCanary(work, made);
-  return { secrets, work };
+  return { secrets, work, workspace };
 }
 
 /** Remove what the test made, newest first, and forget it (the exit's pass touches only what
@@ -618,9 +627,9 @@ const MADE = [];
 async function readJail() {
   const claude = claudeSandboxSettings();
   if (claude.why) return { ok: false, detail: claude.why };
-  let secrets, work;
+  let secrets, work, workspace;
   try {
-    ({ secrets, work } = jailTargets(MADE));
+    ({ secrets, work, workspace } = jailTargets(MADE));
   } catch (e) {
     cleanup(MADE);
     return { ok: false, detail: `cannot set up the test in ${HOME} (${e.code || e}): nothing proved` };
@@ -629,7 +638,7 @@ async function readJail() {
   try {
     // Control: the worker itself reads each file, so the jail's refusal means something.
     const digest = {};
-    for (const [label, file] of [...secrets, ["the work root", work]]) {
+    for (const [label, file] of [...secrets, ["the job's workspace", work]]) {
       try {
         digest[file] = sha256(file);
       } catch (e) {
@@ -640,7 +649,8 @@ async function readJail() {
     // The jail as Claude Code builds it for a Bash command: its sandbox library with the
     // sandbox settings of the managed file. srt takes the same keys (filesystem,
     // enableWeakerNestedSandbox, bwrapPath, socatPath, ripgrep) and ignores Claude's own
-    // (enabled, failIfUnavailable, ...); no network, as nothing here needs one.
+    // (enabled, failIfUnavailable, ...); no network, as nothing here needs one. It runs
+    // in the job's workspace, where the managed file's relative allowRead (".") points.
     scratch = fs.mkdtempSync(path.join(os.tmpdir(), "imd-box-check-jail-"));
     const settings = path.join(scratch, "srt-settings.json");
     const sb = claude.sandbox;
@@ -656,7 +666,7 @@ async function readJail() {
     const asked = [...secrets.map(([, f]) => f), ...viaProc, work];
     const script = `for f in "$@"; do d=$(${tool("sha256sum")} -- "$f" 2>/dev/null) && echo "IMD-JAIL $f \${d%% *}" || echo "IMD-JAIL $f denied"; done`;
     const r = await runScript("srt", ["--settings", settings, "--", tool("sh"), "-c", script, "jail", ...asked], {
-      cwd: scratch,
+      cwd: workspace,
       env: { ...process.env, HOME },
     });
     const why = unusable("srt", r);
@@ -675,13 +685,13 @@ async function readJail() {
     });
     if (read.length) return { ok: false, detail: `the sandbox READ ${read.join(", ")} (rules from ${claude.file})` };
     if (seen[work] !== digest[work])
-      return { ok: false, detail: `the sandbox cannot read the work root either (${work}): not the jail Claude runs jobs in` };
+      return { ok: false, detail: `the sandbox cannot read the job's own workspace either (${work}): not a jail a job can work in` };
     const labels = secrets.map(([l]) => l);
     return {
       ok: true,
       detail:
         `Claude's sandbox (srt, rules from ${claude.file}) cannot read ${labels.slice(0, -1).join(", ")} or ${labels.at(-1)}` +
-        ` — nor through /proc/<pid>/root; it reads the work root; the worker can`,
+        ` — nor through /proc/<pid>/root; it reads the job's own workspace; the worker can`,
     };
   } finally {
     if (scratch) fs.rmSync(scratch, { recursive: true, force: true });

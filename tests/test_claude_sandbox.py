@@ -49,8 +49,8 @@ WORK_FILE = f"{WORKSPACE}/index.html"
 JAIL_DIR = "/tmp/imdt-jail"  # srt's settings (the box's /tmp)
 
 # The managed file's `sandbox` block as srt settings (the same mapping as probe.mjs):
-# no network, nothing writable, the file's filesystem rules, bwrap/socat/rg paths and
-# the weaker nested mode. argv: the output file, then filesystem entries to leave out
+# no network, the workspace writable, the file's filesystem rules, bwrap/socat/rg paths
+# and the weaker nested mode. argv: the output file, then filesystem entries to leave out
 # (the breaking twins' "copy without the rule").
 DERIVE = r"""
 const fs = require("fs");
@@ -78,7 +78,7 @@ def box(docker_client, box_image, topology):
 
 @pytest.fixture(scope="module")
 def marks(box) -> dict[str, str]:
-    """As imd: a login, a device key, tools.env and a job's file, each with a mark of its own."""
+    """As imd: each of SECRETS and the job's own file, each with a mark of its own."""
     marks = {label: f"imdt-{label.replace(' ', '-')}-{uuid.uuid4().hex}" for label in [*SECRETS, "work"]}
     files = {**{SECRETS[k]: marks[k] for k in SECRETS}, WORK_FILE: marks["work"]}
     seed = " && ".join(f"mkdir -p {shlex.quote(f.rsplit('/', 1)[0])} && echo {m} > {f}" for f, m in files.items())
@@ -133,10 +133,11 @@ def test_the_settings_turn_the_sandbox_on_with_no_way_around_it():
     assert sb["network"] == {"allowedDomains": ["*"]}
     # Claude's own Read/Edit tools run outside the sandbox: the secrets are permission rules too,
     # and no rule reaches the work root (~/.identitymd/work), where jobs read and write.
-    deny = MANAGED["permissions"]["deny"]
-    for secret in ("login", "device key", "tools.env", "claude state", "codex login", "ssh key"):
-        assert any(covers(r[r.index("(") + 1 : -1], f"~{SECRETS[secret][len(HOME) :]}") for r in deny), secret
-    assert not any(covers(r[r.index("(") + 1 : -1], "~/.identitymd/work") for r in deny), deny
+    ruled = [r[r.index("(") + 1 : -1] for r in MANAGED["permissions"]["deny"]]
+    for secret, path in SECRETS.items():
+        if secret != "other job":
+            assert any(covers(p, f"~{path[len(HOME) :]}") for p in ruled), secret
+    assert not any(covers(p, "~/.identitymd/work") for p in ruled), ruled
 
 
 def covers(rule: str, path: str) -> bool:

@@ -455,3 +455,12 @@ def test_volume(docker_client):
 
     with volume(docker_client) as name:
         yield name
+
+
+@pytest.fixture(scope="session")
+def agents(docker_client, box_image):
+    """The real agent CLIs, installed by box's own install path (tests/harness/agents.py)."""
+    from tests.harness.agents import installed
+
+    with installed(docker_client, box_image) as volume:
+        yield volume

@@ -1,14 +1,8 @@
 """The real agent CLIs, installed from npm by box's own install path, behind the walls.
 
-One module-wide volume: `install.sh agents` (lifecycle.run_install, exactly as `box
-setup`/`box runtime` run it) in a one-off box made from the product's RunFlags, on
-Docker's default bridge network with every wall up, installs the latest
-@anthropic-ai/claude-code, @openai/codex and @vibe-kit/grok-cli from npm. That box is
-the only one here that reaches off this machine, and only npm (package installs).
-Install time and the volume's size are printed (pytest -s shows them).
-
-Everything after the install runs in walled boxes on the harness's internal networks
-(no route off this machine): each CLI answers --version as imd, and the real Claude
+The CLIs are the session's `agents` volume (tests/harness/agents.py). Everything after
+the install runs in walled boxes on the harness's internal networks (no route off this
+machine): each CLI answers --version as imd, and the real Claude
 Code reads the image's managed settings (/etc/claude-code/managed-settings.json),
 turns its sandbox on and takes the deny rules, or refuses to start when the sandbox
 cannot, with breaking twins that remove the file or loosen it.
@@ -17,20 +11,18 @@ cannot, with breaking twins that remove the file or loosen it.
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
-from imdbox import lifecycle, names
+from imdbox import names
 from imdbox.check.runner import CLAUDE_SETTINGS
+from tests.harness import agents as agents_mod
 from tests.harness import boxes
 from tests.test_check import patched_image
 
-# In a parallel run (-n) one worker runs this module's tests: the real npm installs are one module fixture.
-pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group("agent_clis")]
+# In a parallel run (-n) one worker runs every test of the installed CLIs: one install serves them.
+pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.XDIST_GROUP)]
 
-RUNTIMES = ["claude", "codex", "grok"]
-INSTALL_SECONDS = 1800  # a cold npm cache, three CLIs (Claude Code's native binary alone is ~400 MB)
 MANAGED = json.loads((names.REPO_ROOT / "image" / "claude-code" / "managed-settings.json").read_text())
 DEBUG_LOG = "/tmp/claude-debug.log"
 # The real Claude Code, unsigned in: `-p` prints its init line (with "sandbox_enabled")
@@ -40,41 +32,6 @@ CLAUDE_PROBE = (
     "cd ~ && claude -p hi --output-format stream-json --verbose --debug-file "
     f"{DEBUG_LOG} </dev/null; echo claude-exit=$?; grep -F policySettings {DEBUG_LOG} || true"
 )
-
-
-@pytest.fixture(scope="module")
-def agents(docker_client, box_image):
-    """A test volume with the three CLIs, installed by install.sh in a walled box on `bridge`."""
-    saved = (names.IMAGE, names.VOLUME, names.NETWORK)
-    mp = pytest.MonkeyPatch()
-    with boxes.volume(docker_client, "agents") as volume:
-        try:
-            # The product's own names point at the test image and volume; the npm specs are
-            # install.sh's defaults (@latest from npm), never a test feed.
-            names.IMAGE, names.VOLUME, names.NETWORK = box_image, volume, "bridge"
-            for key in lifecycle.PASSTHROUGH_ENV:
-                mp.delenv(key, raising=False)
-            started = time.monotonic()
-            lifecycle.run_install(docker_client, "agents", lifecycle.install_env(RUNTIMES, 2))
-            seconds = time.monotonic() - started
-            names.IMAGE, names.VOLUME, names.NETWORK = saved
-            sizes = volume_sizes(docker_client, box_image, volume)
-            print(
-                f"\n[agents] install.sh agents ({','.join(RUNTIMES)}) took {seconds:.0f} s; volume {sizes['total']}"
-                f" (npm global {sizes['global']}, npm cache {sizes['cache']})"
-            )
-            yield volume
-        finally:
-            names.IMAGE, names.VOLUME, names.NETWORK = saved
-            mp.undo()
-
-
-def volume_sizes(client, image: str, volume: str) -> dict[str, str]:
-    """`du` of the volume, its npm prefix and its npm cache, in a box with no network."""
-    # One du each: given a folder and its parent at once, du counts the folder once and names only one.
-    out = boxes.over_volume(client, image, volume, "for d in /v /v/.npm-global /v/.npm; do /usr/bin/du -sh $d; done")
-    size = dict(reversed(line.split("\t")) for line in out.strip().splitlines())
-    return {"total": size["/v"], "global": size["/v/.npm-global"], "cache": size["/v/.npm"]}
 
 
 def in_walled_box(client, image, topology, volume, script: str, mutate=None, timeout: float = 180) -> tuple[int, str]:

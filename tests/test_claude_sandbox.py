@@ -26,24 +26,12 @@ from imdbox.check.runner import CLAUDE_SETTINGS, TOOLS
 from imdbox.engine import AS_IMD
 from imdbox.names import REPO_ROOT
 from tests.harness import boxes
+from tests.harness.jobs import HOME, SECRETS
 
 # In a parallel run (-n) one worker runs this module's tests: its installs and boxes are module fixtures.
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group("claude_sandbox")]
 
 MANAGED = json.loads((REPO_ROOT / "image" / "claude-code" / "managed-settings.json").read_text())
-HOME = "/home/imd"
-SECRETS = {
-    "login": f"{HOME}/.claude/.credentials.json",
-    "device key": f"{HOME}/.identitymd/config.json",
-    "tools.env": f"{HOME}/.identitymd/tools.env",
-    "claude state": f"{HOME}/.claude.json",
-    "transcript": f"{HOME}/.claude/projects/-home-imd--identitymd-work-job-2-node-1/session.jsonl",
-    "other job": f"{HOME}/.identitymd/work/job-2/node-1/index.html",
-    "codex login": f"{HOME}/.codex/auth.json",
-    "grok login": f"{HOME}/.grok/user-settings.json",
-    "git login": f"{HOME}/.git-credentials",
-    "ssh key": f"{HOME}/.ssh/id_ed25519",
-}
 WORKSPACE = f"{HOME}/.identitymd/work/job-1/node-1"  # the job srt runs for: its cwd
 WORK_FILE = f"{WORKSPACE}/index.html"
 JAIL_DIR = "/tmp/imdt-jail"  # srt's settings (the box's /tmp)

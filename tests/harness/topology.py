@@ -26,7 +26,9 @@ and package mirrors, so the tests use only TEST-NET-2.
 
 from __future__ import annotations
 
+import base64
 import http.server
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -134,8 +136,15 @@ class Topology:
         """This host's listener on its (non-private, non-gateway) internet-network address."""
         return f"http://{self.nets[1].gateway}:{HOST_LISTENER_PORT}/"
 
-    def url(self, target: str, path: str = "/") -> str:
-        return f"http://{self.targets[target].ip}{path}"
+    def url(self, target: str, path: str = "/", scheme: str = "http") -> str:
+        return f"{scheme}://{self.targets[target].ip}{path}"
+
+    def tls_cert(self, target: str) -> str:
+        """The PEM of the certificate `target` answers HTTPS with (tests/harness/listener.mjs)."""
+        container = next(c for c in self.containers if c.name == f"{PREFIX}listener-{target}")
+        found = re.search(rb"^tls-cert (\S+)$", container.logs(), re.M)
+        assert found, f"the {target} listener printed no certificate"
+        return base64.b64decode(found.group(1)).decode()
 
 
 class _GatewayHandler(http.server.BaseHTTPRequestHandler):
@@ -212,7 +221,7 @@ def _start_listener(client: docker.DockerClient, image: str, target: Target):
         image,
         entrypoint=["node", "--input-type=module", "-e", LISTENER_JS],
         command=[],
-        environment={"LISTENER_NAME": target.name},
+        environment={"LISTENER_NAME": target.name, "LISTENER_IP": target.ip},
         labels={"imd-test": "1"},
         healthcheck=NO_HEALTHCHECK,
         name=f"{PREFIX}listener-{target.name}",

@@ -1,0 +1,190 @@
+"""A job as the released worker runs it: the real Claude Code, driven by the scripted model.
+
+The worker's contract, as its public dist/cli.js (Identity-md/worker, commit e86778a5)
+states it, written down here once:
+- it runs `$IDENTITYMD_CLAUDE_BIN` (else `claude`), unsplit, for its `--version` probe
+  and for every run: `-p <prompt> --output-format stream-json --verbose --permission-mode
+  acceptEdits --strict-mcp-config --max-turns N --allowedTools <list> --disallowedTools
+  <list> --mcp-config <json>` (`--model`/`--effort` when its config names them);
+- with its own environment plus NO_COLOR=1 and ENABLE_CLAUDEAI_MCP_SERVERS=false, stdin
+  closed, in a new process group (SIGTERM to the group on a timeout or cancel, SIGKILL
+  1 s later);
+- in `~/.identitymd/work/<jobId>/<nodeId>` (both UUIDs) for a code task, which it
+  clones afresh and never deletes; in `~/.identitymd/work` itself for a research task;
+- with the tool lists of PROFILES: "connected" for a code task that may use the
+  network, "research" for research, "default" otherwise; an installed tool (`imd tools
+  add`, the box's browser) is one `mcpServers` entry {"type": "stdio", "command": ...}
+  and its methods are allowed as `mcp__<id>__<method>`.
+
+The model is tests/harness/model.mjs, in a container of the test's own that shares the
+box's network namespace: Claude Code reaches it on the box's loopback through
+ANTHROPIC_BASE_URL, and a stand-in key is its login.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import shlex
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from imdbox.engine import AS_IMD
+from imdbox.layout import BROWSER_DIR
+from tests.harness import boxes
+from tests.harness.topology import NO_HEALTHCHECK
+
+HOME = "/home/imd"
+WORK_ROOT = f"{HOME}/.identitymd/work"
+# What of the home a job must not read: the box owner's secrets, and another job's work.
+SECRETS = {
+    "login": f"{HOME}/.claude/.credentials.json",
+    "device key": f"{HOME}/.identitymd/config.json",
+    "tools.env": f"{HOME}/.identitymd/tools.env",
+    "claude state": f"{HOME}/.claude.json",
+    "transcript": f"{HOME}/.claude/projects/-home-imd--identitymd-work-job-2-node-1/session.jsonl",
+    "other job": f"{WORK_ROOT}/job-2/node-1/index.html",
+    "codex login": f"{HOME}/.codex/auth.json",
+    "grok login": f"{HOME}/.grok/user-settings.json",
+    "git login": f"{HOME}/.git-credentials",
+    "ssh key": f"{HOME}/.ssh/id_ed25519",
+}
+WORKER_ENV = {"NO_COLOR": "1", "ENABLE_CLAUDEAI_MCP_SERVERS": "false"}
+PROFILES = {
+    "default": (
+        "Read Write Edit Glob Grep TodoWrite Bash(forge:*) Bash(git status:*) Bash(git diff:*) Bash(ls:*) Bash(cat:*)",
+        "WebFetch WebSearch Task NotebookEdit",
+    ),
+    "connected": ("Read Write Edit Glob Grep TodoWrite WebSearch WebFetch Bash", "Task NotebookEdit"),
+    "research": ("WebSearch WebFetch Read Grep Glob TodoWrite", "Write Edit NotebookEdit Bash Task"),
+}
+BROWSER_MCP = f"{BROWSER_DIR}/playwright-mcp"
+MODEL_JS = Path(__file__).with_name("model.mjs").read_text()
+STAND_IN_KEY = "imdt-stand-in-key"
+
+
+def workspace(job: Optional[str] = None, node: Optional[str] = None) -> str:
+    return f"{WORK_ROOT}/{job or uuid.uuid4()}/{node or uuid.uuid4()}"
+
+
+def project(cwd: str) -> str:
+    """The folder of ~/.claude/projects where Claude Code keeps a working directory's transcripts."""
+    return re.sub(r"[^A-Za-z0-9]", "-", cwd)
+
+
+def argv(prompt: str, profile: str, max_turns: int = 20, browser: Sequence[str] = ()) -> list[str]:
+    """The worker's arguments for one run; `browser`: the browser's methods the task may call."""
+    allowed, disallowed = PROFILES[profile]
+    servers = {"browser": {"type": "stdio", "command": BROWSER_MCP, "args": [], "env": {}}} if browser else {}
+    allowed = " ".join([allowed, *(f"mcp__browser__{m}" for m in browser)])
+    return [
+        "-p", prompt, "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits",
+        "--strict-mcp-config", "--max-turns", str(max_turns), "--allowedTools", allowed,
+        "--disallowedTools", disallowed, "--mcp-config", json.dumps({"mcpServers": servers}),
+    ]  # fmt: skip
+
+
+# The model's script: one list of blocks per assistant turn (tests/harness/model.mjs).
+def bash(command: str, **more) -> dict:
+    return {"tool": "Bash", "input": {"command": command, "description": "a job's command", **more}}
+
+
+def tool(name: str, **args) -> dict:
+    return {"tool": name, "input": args}
+
+
+@dataclass(frozen=True)
+class Run:
+    code: int
+    out: str  # Claude Code's stream-json (and stderr)
+    results: list[dict]  # each tool's result as the model got it, in order
+
+    def result(self, step: int, index: int = 0) -> dict:
+        """The result of the `index`th tool call of the script's `step`th turn."""
+        found = [r for r in self.results if r["step"] == step]
+        assert index < len(found), f"no result for step {step}:\n{self}"
+        return found[index]
+
+    @property
+    def final(self) -> dict:
+        for line in self.out.splitlines():
+            if line.startswith("{") and '"type":"result"' in line:
+                return json.loads(line)
+        raise AssertionError(f"Claude Code printed no result:\n{self.out}")
+
+    def __str__(self) -> str:
+        shown = "\n".join(json.dumps(r)[:600] for r in self.results)
+        return f"exit {self.code}\n--- tool results\n{shown}\n--- claude\n{self.out[-4000:]}"
+
+
+@contextlib.contextmanager
+def model(client, image: str, box, steps: list) -> Iterator[tuple[int, object]]:
+    """The scripted model on `box`'s loopback: its port and its container."""
+    container = client.containers.run(
+        image,
+        entrypoint=["/usr/local/bin/node", "--input-type=module", "-e", MODEL_JS],
+        command=[],
+        environment={"MODEL_SCRIPT": json.dumps({"steps": steps})},
+        network_mode=f"container:{box.id}",
+        user="65534:65534",
+        read_only=True,
+        labels={"imd-test": "1"},
+        healthcheck=NO_HEALTHCHECK,
+        name=boxes.unique("model"),
+        detach=True,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not (found := re.search(rb"listening: model (\d+)", container.logs())):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the scripted model did not start:\n{container.logs().decode()}")
+            time.sleep(0.1)
+        yield int(found.group(1)), container
+    finally:
+        container.remove(force=True)
+
+
+def play(
+    client,
+    image: str,
+    box,
+    steps: list,
+    *,
+    profile: str = "connected",
+    cwd: Optional[str] = None,
+    browser: Sequence[str] = (),
+    jailed: bool = True,
+    prompt: str = "the job",
+    env: Optional[dict] = None,
+    timeout: int = 180,
+) -> Run:
+    """One run of the real Claude Code in `box` as the worker starts it, the model playing
+    `steps`. `jailed=False`: the plain `claude` the worker would run without the box's
+    IDENTITYMD_CLAUDE_BIN (the bench's and the breaking twins' side)."""
+    cwd = cwd or workspace()
+    with model(client, image, box, steps) as (port, container):
+        env = {
+            **WORKER_ENV,
+            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
+            "ANTHROPIC_API_KEY": STAND_IN_KEY,
+            **(env or {}),
+        }
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        unjail = "" if jailed else "unset IDENTITYMD_CLAUDE_BIN; "
+        script = (
+            f"mkdir -p {shlex.quote(cwd)} && cd {shlex.quote(cwd)} && {unjail}export {exports} && "
+            f'exec "${{IDENTITYMD_CLAUDE_BIN:-claude}}" {shlex.join(argv(prompt, profile, len(steps) + 2, browser))} '
+            "</dev/null 2>&1"
+        )
+        code, out = boxes.run(box, [*AS_IMD, "/bin/bash", "-c", script], user="root", timeout=timeout)
+        results = [
+            json.loads(line[len("result ") :])
+            for line in container.logs().decode(errors="replace").splitlines()
+            if line.startswith("result ")
+        ]
+    return Run(code, out, results)

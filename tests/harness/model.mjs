@@ -1,0 +1,123 @@
+// The model, scripted: a stand-in for the Anthropic Messages API (POST /v1/messages)
+// that plays one job's tool calls, so the real Claude Code runs them as it would for a
+// real model. It runs on the box's loopback (the test's container shares the box's
+// network namespace) and Claude Code finds it through ANTHROPIC_BASE_URL.
+//
+// The contract followed is the API's published one: a streamed answer is the SSE events
+// message_start, then per content block content_block_start / content_block_delta
+// (text_delta, or input_json_delta for a tool_use's input) / content_block_stop, then
+// message_delta (stop_reason, usage) and message_stop; a request with "stream": false
+// gets the same message as one JSON body.
+//
+// MODEL_SCRIPT (JSON): {"steps": [[block, ...], ...]}, one list per assistant turn, each
+// block {"text": "..."} or {"tool": "Bash", "input": {...}}. Which turn a request gets is
+// read from the request itself (how many assistant turns its messages hold), so a retry
+// gets the same answer. After the last step the answer is text with stop_reason end_turn.
+// A request without tools is one of Claude Code's side calls (WebFetch's reading of a
+// page, a title): its answer is the text it was given, so a page fetched reaches the test.
+//
+// What the test reads, on stdout, one line each:
+//   listening: model <port>
+//   result <json>   a tool's result: {"step", "tool", "input", "is_error", "text", "images"}
+import http from "node:http";
+
+const script = JSON.parse(process.env.MODEL_SCRIPT || '{"steps": []}');
+const port = Number(process.env.MODEL_PORT || 0);
+const toolId = (step, i) => `toolu_imdt_${step}_${i}`;
+const played = new Map(); // tool_use id -> {step, tool, input}
+script.steps.forEach((blocks, step) =>
+  blocks.forEach((b, i) => b.tool && played.set(toolId(step, i), { step, tool: b.tool, input: b.input })),
+);
+
+function turnFor(body) {
+  if (!Array.isArray(body.tools) || body.tools.length === 0) return [{ text: lastText(body.messages) || "ok" }];
+  const step = body.messages.filter((m) => m.role === "assistant").length;
+  report(body.messages);
+  return step < script.steps.length
+    ? script.steps[step].map((b, i) => (b.tool ? { ...b, id: toolId(step, i) } : b))
+    : [{ text: "done" }];
+}
+
+function lastText(messages) {
+  const last = messages.at(-1) || {};
+  const parts = typeof last.content === "string" ? [{ type: "text", text: last.content }] : last.content || [];
+  return parts.filter((p) => p.type === "text").map((p) => p.text).join("\n").slice(0, 20000);
+}
+
+const reported = new Set();
+function report(messages) {
+  for (const m of messages) {
+    if (m.role !== "user" || !Array.isArray(m.content)) continue;
+    for (const block of m.content) {
+      if (block.type !== "tool_result" || reported.has(block.tool_use_id)) continue;
+      reported.add(block.tool_use_id);
+      const parts = typeof block.content === "string" ? [{ type: "text", text: block.content }] : block.content || [];
+      const text = parts.filter((p) => p.type === "text").map((p) => p.text).join("\n");
+      const images = parts.filter((p) => p.type === "image").length;
+      const call = played.get(block.tool_use_id) || { step: -1, tool: "?", input: null };
+      console.log(`result ${JSON.stringify({ ...call, is_error: block.is_error === true, text, images })}`);
+    }
+  }
+}
+
+function message(body, blocks) {
+  const content = blocks.map((b) =>
+    b.tool ? { type: "tool_use", id: b.id, name: b.tool, input: b.input } : { type: "text", text: b.text },
+  );
+  return {
+    id: `msg_imdt_${Date.now()}`,
+    type: "message",
+    role: "assistant",
+    model: body.model,
+    content,
+    stop_reason: blocks.some((b) => b.tool) ? "tool_use" : "end_turn",
+    stop_sequence: null,
+    usage: { input_tokens: 1, output_tokens: 1 },
+  };
+}
+
+function stream(res, msg) {
+  const send = (type, data) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  send("message_start", { message: { ...msg, content: [], stop_reason: null } });
+  msg.content.forEach((block, index) => {
+    if (block.type === "text") {
+      send("content_block_start", { index, content_block: { type: "text", text: "" } });
+      send("content_block_delta", { index, delta: { type: "text_delta", text: block.text } });
+    } else {
+      send("content_block_start", { index, content_block: { ...block, input: {} } });
+      // The input in two pieces: a client must join partial_json before parsing it.
+      const json = JSON.stringify(block.input);
+      const cut = Math.floor(json.length / 2);
+      for (const partial_json of [json.slice(0, cut), json.slice(cut)]) {
+        send("content_block_delta", { index, delta: { type: "input_json_delta", partial_json } });
+      }
+    }
+    send("content_block_stop", { index });
+  });
+  send("message_delta", { delta: { stop_reason: msg.stop_reason, stop_sequence: null }, usage: { output_tokens: 1 } });
+  send("message_stop", {});
+  res.end();
+}
+
+const server = http.createServer((req, res) => {
+  const chunks = [];
+  req.on("data", (c) => chunks.push(c));
+  req.on("end", () => {
+    const path = req.url.split("?")[0];
+    if (req.method !== "POST" || path !== "/v1/messages") {
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end(JSON.stringify({ type: "error", error: { type: "not_found_error", message: `no ${path} here` } }));
+      return;
+    }
+    const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    const msg = message(body, turnFor(body));
+    if (body.stream) stream(res, msg);
+    else {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(msg));
+    }
+  });
+});
+server.listen(port, "127.0.0.1", () => console.log(`listening: model ${server.address().port}`));
+process.on("SIGTERM", () => process.exit(0));

@@ -10,6 +10,10 @@ BROWSER_DIR = f"{LIB}/browser"
 NODE_COMPILE_CACHE = f"{LIB}/node-compile-cache"
 AS_IMD = f"{WORKER_DIR}/as-imd"  # the one privilege drop
 INSTALL_SH = f"{WORKER_DIR}/install.sh"
+# The Claude Code the worker runs (as-imd names it in IDENTITYMD_CLAUDE_BIN): the real one
+# in a jail of its job's own; and the bubblewrap its sandbox runs each command with.
+CLAUDE_JAIL = f"{WORKER_DIR}/claude"
+SANDBOX_BWRAP = f"{WORKER_DIR}/bwrap"
 NODE = "/usr/local/bin/node"
 # Claude Code's managed settings (image/claude-code/): its sandbox, the read jail.
 CLAUDE_SETTINGS = "/etc/claude-code/managed-settings.json"

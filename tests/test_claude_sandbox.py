@@ -24,6 +24,7 @@ import pytest
 
 from imdbox.check.runner import CLAUDE_SETTINGS, TOOLS
 from imdbox.engine import AS_IMD
+from imdbox.layout import SANDBOX_BWRAP
 from imdbox.names import REPO_ROOT
 from tests.harness import boxes
 from tests.harness.jobs import HOME, SECRETS
@@ -109,8 +110,9 @@ def test_the_settings_turn_the_sandbox_on_with_no_way_around_it():
     sb = MANAGED["sandbox"]
     assert sb["enabled"] is True and sb["failIfUnavailable"] is True and sb["allowUnsandboxedCommands"] is False
     assert sb["enableWeakerNestedSandbox"] is True  # Docker masks /proc: the sandbox cannot mount a fresh one
+    # Each command on the jail's network, not in a namespace of its own (worker/bwrap).
     assert (sb["bwrapPath"], sb["socatPath"], sb["ripgrep"]) == (
-        "/usr/bin/bwrap",
+        SANDBOX_BWRAP,
         "/usr/bin/socat",
         {"command": "/usr/bin/rg"},
     )

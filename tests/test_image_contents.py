@@ -20,8 +20,9 @@ PACKAGES = (
     "ca-certificates", "curl", "git", "iptables", "bubblewrap", "socat", "tini", "iproute2", "procps",
     "util-linux", "libcap2-bin", "ripgrep", "chromium-headless-shell", "fonts-liberation",
 )  # fmt: skip
-# Root runs these (the entrypoint, the firewall, the privilege drop, the health check):
-# root's, and nobody else may write them.
+# Root runs these (the entrypoint, the firewall, the privilege drop, the health check),
+# and the worker runs its jobs in these (the jail, its sandbox's bubblewrap): root's, and
+# nobody else may write them.
 ROOT_RUNS = (
     "/usr/local/bin/entrypoint.sh",
     f"{layout.LIB}/firewall/init-firewall.sh",
@@ -30,6 +31,8 @@ ROOT_RUNS = (
     f"{layout.WORKER_DIR}/run.sh",
     layout.INSTALL_SH,
     f"{layout.BROWSER_DIR}/playwright-mcp",
+    layout.CLAUDE_JAIL,
+    layout.SANDBOX_BWRAP,
 )
 
 

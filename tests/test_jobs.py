@@ -1,0 +1,294 @@
+"""Jobs as the released worker runs them: the real Claude Code, started through the box's
+launcher (IDENTITYMD_CLAUDE_BIN, worker/claude) with the worker's argv, env and cwd,
+in a walled box, the scripted model playing each job's tool calls (tests/harness/jobs.py).
+
+A job's tools must get their work done (the network, its own workspace) and read nothing
+else of the home: every secret of tests/harness/jobs.py is seeded with a mark of its own,
+and no tool result may hold one. The controls: the worker itself reads every seed, the
+same tools reach the internet listener, and without the launcher (the breaking twin) the
+same script reads another job's workspace.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from imdbox.browser import TOOLS as BROWSER_TOOLS
+from imdbox.engine import AS_IMD
+from imdbox.layout import CLAUDE_JAIL
+from tests.harness import agents as agents_mod
+from tests.harness import boxes, jobs
+from tests.harness.jobs import HOME, SECRETS, WORK_ROOT
+from tests.test_agent_clis import managed_with
+from tests.test_check import patched_image
+
+pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.XDIST_GROUP)]
+
+# The test world cannot reach claude.ai, where WebFetch asks whether a domain may be
+# fetched: the owner's own settings (the launcher binds them read-only) skip that ask.
+OWNER_SETTINGS = f"{HOME}/.claude/settings.json"
+REFUSED = ("denied", "Permission", "No such file", "does not exist", "not allowed", "blocked", "EACCES", "ENOENT")
+
+
+def as_imd(container, script: str, timeout: int = 60) -> tuple[int, str]:
+    return boxes.run(container, [*AS_IMD, "/bin/bash", "-c", script], user="root", timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def box(docker_client, box_image, topology, agents):
+    container = boxes.start_walled(docker_client, box_image, topology, volume=agents)
+    try:
+        yield container
+    finally:
+        container.remove(force=True)
+
+
+@pytest.fixture(scope="module")
+def marks(box) -> dict[str, str]:
+    """Each secret, seeded as imd with a mark of its own; removed again with the module, as
+    the installed CLIs' volume serves other tests."""
+    marks = {label: f"imdt-{label.replace(' ', '-')}-{uuid.uuid4().hex}" for label in SECRETS}
+    # Claude Code reads its state and login as JSON: those two hold the mark as a value.
+    as_json = {"claude state", "login"}
+    seed = [
+        f"mkdir -p {shlex.quote(path.rsplit('/', 1)[0])} && printf %s {shlex.quote(body)} > {shlex.quote(path)}"
+        for label, path in SECRETS.items()
+        for body in [json.dumps({"imdtMark": marks[label]}) if label in as_json else marks[label]]
+    ]
+    seed.append(f"printf %s {shlex.quote(json.dumps({'skipWebFetchPreflight': True}))} > {OWNER_SETTINGS}")
+    code, out = as_imd(box, " && ".join(seed))
+    assert code == 0, out
+    yield marks
+    seeded = [*SECRETS.values(), OWNER_SETTINGS, f"{HOME}/.identitymd", f"{HOME}/.claude/projects"]
+    as_imd(box, f"rm -rf {shlex.join(seeded)}")
+
+
+def leaked(run: jobs.Run, marks: dict[str, str]) -> dict[str, int]:
+    """Which marks any tool result holds (label -> step)."""
+    return {label: r["step"] for r in run.results for label, mark in marks.items() if mark in r["text"]}
+
+
+STEAL_SH = f"""
+for f in {" ".join(SECRETS.values())}; do cat "$f"; done
+grep -rs imdt- {HOME} /proc/*/cwd/ /proc/*/root{HOME}/ | head -50
+find {HOME} -maxdepth 4 | head -100
+echo planted > {WORK_ROOT}/job-2/node-1/planted
+echo planted >> {HOME}/.bashrc
+"""
+STEAL_MJS = f"""
+import fs from "node:fs";
+for (const f of {json.dumps(list(SECRETS.values()))}) {{
+  try {{ console.log(fs.readFileSync(f, "utf8")); }} catch (e) {{ console.log(e.code, f); }}
+}}
+"""
+
+
+def hostile_steps(topology) -> list:
+    """Every read of the home outside the job's workspace by every tool, writes outside
+    it, the Mac and the LAN; each one a turn of its own. Claude Code's permission rules
+    refuse a command that names a secret; a script the job wrote names none to them, so
+    what stops it is the jail."""
+    steps = [[jobs.bash(f"cat {shlex.quote(path)}")] for path in SECRETS.values()]
+    steps += [[jobs.tool("Read", file_path=path)] for path in SECRETS.values()]
+    steps += [
+        [jobs.tool("Write", file_path="steal.sh", content=STEAL_SH)],
+        [jobs.bash("bash steal.sh")],
+        [jobs.tool("Write", file_path="steal.mjs", content=STEAL_MJS)],
+        [jobs.bash("node steal.mjs")],
+        [jobs.tool("Grep", pattern="imdt-", path=HOME, output_mode="content")],
+        [jobs.tool("Grep", pattern="imdt-", path=WORK_ROOT, output_mode="content")],
+        [jobs.tool("Glob", pattern="**/*", path=HOME)],
+        [jobs.tool("Glob", pattern="*/*/*", path=WORK_ROOT)],
+        [jobs.tool("mcp__browser__browser_navigate", url=f"file://{SECRETS['device key']}")],
+        [jobs.tool("mcp__browser__browser_navigate", url=f"file://{SECRETS['other job']}")],
+        [jobs.tool("Write", file_path=f"{WORK_ROOT}/job-2/node-1/planted-by-write", content="planted")],
+        [jobs.bash(f"curl -sS -m 3 {topology.url('mac')}")],
+        [jobs.bash(f"curl -sS -m 3 {topology.url('lan10')}")],
+        [jobs.tool("mcp__browser__browser_navigate", url=topology.url("mac"))],
+        [jobs.tool("mcp__browser__browser_navigate", url=topology.url("router"))],
+        # The controls, in the same run: the job's own workspace and the internet.
+        [jobs.bash("echo mine > index.html && cat index.html")],
+        [jobs.bash(f"curl -sS -m 5 {topology.url('internet')}")],
+        [jobs.tool("mcp__browser__browser_navigate", url=topology.url("internet"))],
+    ]
+    return steps
+
+
+def test_the_worker_runs_claude_code_through_the_jail(box):
+    code, out = as_imd(box, "printenv IDENTITYMD_CLAUDE_BIN")
+    assert (code, out.strip()) == (0, CLAUDE_JAIL)
+
+
+def test_the_worker_itself_reads_every_seed(box, marks):
+    # The control for every refusal below: the files are there, and readable by imd.
+    for label, path in SECRETS.items():
+        code, out = as_imd(box, f"cat {shlex.quote(path)}")
+        assert code == 0 and marks[label] in out, (label, out)
+
+
+def test_a_hostile_job_reads_nothing_of_the_home_and_reaches_only_the_internet(
+    docker_client, box_image, box, topology, marks
+):
+    steps = hostile_steps(topology)
+    run = jobs.play(docker_client, box_image, box, steps, browser=BROWSER_TOOLS)
+    assert run.code == 0 and run.final["subtype"] == "success", str(run)
+    assert len(run.results) == len(steps), str(run)
+    assert leaked(run, marks) == {}, str(run)
+
+    by_step = {r["step"]: r for r in run.results}
+    own, internet, browser_internet = (by_step[len(steps) - k] for k in (3, 2, 1))
+    assert "mine" in own["text"] and not own["is_error"], str(run)
+    assert "imd-test-listener:internet" in internet["text"], str(run)
+    assert "Page Title: internet" in browser_internet["text"], str(run)
+    for step, result in by_step.items():
+        if step >= len(steps) - 3:
+            continue
+        assert "imd-test-listener" not in result["text"], (step, result)
+    # What it wrote outside its workspace went to the jail's throwaway home.
+    code, out = as_imd(box, f"ls {WORK_ROOT}/job-2/node-1; grep -s planted {HOME}/.bashrc")
+    assert code != 0 and out.split() == ["index.html"], out
+
+
+def test_without_the_jail_the_same_tools_read_another_jobs_workspace(docker_client, box_image, box, marks):
+    # The breaking twin: the plain `claude` the worker runs when nothing names another.
+    steps = [[jobs.tool("Read", file_path=SECRETS["other job"])]]
+    run = jobs.play(docker_client, box_image, box, steps, jailed=False)
+    assert marks["other job"] in run.result(0)["text"], str(run)
+
+
+def test_two_jobs_side_by_side_read_neither_the_others_work_nor_its_transcript(docker_client, box_image, box, marks):
+    spaces = [jobs.workspace() for _ in range(2)]
+    mine = [f"imdt-job{i}-{uuid.uuid4().hex}" for i in range(2)]
+
+    def steps(i: int) -> list:
+        other = spaces[1 - i]
+        transcripts = f"{HOME}/.claude/projects/{jobs.project(other)}"
+        return [
+            [jobs.bash(f"echo {mine[i]} > notes.txt && sleep 3")],
+            [jobs.tool("Read", file_path=f"{other}/notes.txt")],
+            [jobs.bash(f"cat {other}/notes.txt")],
+            [jobs.tool("Grep", pattern="imdt-job", path=transcripts, output_mode="content")],
+            [jobs.bash(f"grep -rs imdt-job {transcripts} /proc/*/cwd/ | head")],
+            [jobs.bash("cat notes.txt")],
+        ]
+
+    with ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(lambda i: jobs.play(docker_client, box_image, box, steps(i), cwd=spaces[i]), range(2)))
+    for i, run in enumerate(runs):
+        assert run.code == 0, str(run)
+        assert mine[i] in run.result(5)["text"], str(run)
+        for r in run.results[:-1]:
+            assert mine[1 - i] not in r["text"], (i, r)
+    # The control: each transcript is there for the worker, and names its job's mark.
+    for i in range(2):
+        code, out = as_imd(box, f"cat {HOME}/.claude/projects/{jobs.project(spaces[i])}/*.jsonl")
+        assert mine[i] in out, out[-2000:]
+
+
+def test_a_research_job_fetches_the_internet_and_sees_no_workspace(docker_client, box_image, box, topology, marks):
+    # WebFetch takes https only: Claude Code trusts the listener's own certificate, from a
+    # file where its jail can read it (the CLIs' folder).
+    ca = f"{HOME}/.npm-global/imdt-internet.pem"
+    code, out = as_imd(box, f"printf %s {shlex.quote(topology.tls_cert('internet'))} > {ca}")
+    assert code == 0, out
+    # A research task runs in ~/.identitymd/work itself, where every job's workspace is.
+    steps = [
+        [jobs.tool("WebFetch", url=topology.url("internet", scheme="https"), prompt="What does the page say?")],
+        [jobs.tool("Glob", pattern="**/*", path=WORK_ROOT)],
+        [jobs.tool("Grep", pattern="imdt-", path=".", output_mode="content")],
+    ]
+    try:
+        run = jobs.play(
+            docker_client, box_image, box, steps, profile="research", cwd=WORK_ROOT, env={"NODE_EXTRA_CA_CERTS": ca}
+        )
+    finally:
+        as_imd(box, f"rm -f {ca}")
+    assert run.code == 0 and run.final["subtype"] == "success", str(run)
+    assert "imd-test-listener:internet" in run.result(0)["text"], str(run)
+    assert "No files found" in run.result(1)["text"], str(run)
+    assert leaked(run, marks) == {}, str(run)
+
+
+def test_a_connected_jobs_commands_reach_the_internet(docker_client, box_image, box, topology, marks):
+    steps = [[jobs.bash(f"curl -sS -m 5 {topology.url('internet')}")]]
+    run = jobs.play(docker_client, box_image, box, steps)
+    assert "imd-test-listener:internet" in run.result(0)["text"], str(run)
+
+
+SITE_BUILD = """
+import fs from "node:fs";
+import escape from "escape-html";
+fs.mkdirSync("dist", { recursive: true });
+fs.writeFileSync("dist/index.html", `<html><head><title>${escape("imdt-site")}</title></head><body><h1>built</h1></body></html>`);
+"""
+# The site's preview server; it ends itself after 30 s, in case the job cannot reach it
+# to end it (the breaking twin), so that Claude Code's run ends too.
+SITE_SERVE = """
+import http from "node:http";
+import fs from "node:fs";
+const server = http.createServer((req, res) => {
+  if (req.url === "/quit") { res.end("bye"); server.close(); process.exit(0); }
+  res.writeHead(200, { "content-type": "text/html" });
+  res.end(fs.readFileSync("dist/index.html"));
+});
+server.listen(4173, "127.0.0.1", () => console.log("preview on 4173"));
+setTimeout(() => process.exit(0), 30000);
+"""
+
+
+def preview_steps() -> list:
+    """Serve dist/ in the background, then reach it from the next command and the browser."""
+    return [
+        [jobs.tool("Write", file_path="serve.mjs", content=SITE_SERVE)],
+        [jobs.bash("node serve.mjs", run_in_background=True)],
+        [jobs.bash("sleep 1; curl -sS -m 5 http://127.0.0.1:4173/")],
+        [jobs.tool("mcp__browser__browser_navigate", url="http://127.0.0.1:4173/")],
+        [jobs.tool("mcp__browser__browser_take_screenshot")],
+        [jobs.bash("curl -sS -m 5 http://127.0.0.1:4173/quit")],
+    ]
+
+
+@pytest.fixture(scope="module")
+def web_box(docker_client, box_image, agents, marks):
+    """A walled box on Docker's bridge, where npm's registry is in reach (walls on)."""
+    container = boxes.start_walled(docker_client, box_image, None, volume=agents, alone_on="bridge")
+    try:
+        yield container
+    finally:
+        container.remove(force=True)
+
+
+def test_a_website_job_installs_builds_serves_and_looks_at_its_site(docker_client, box_image, web_box):
+    steps = [
+        [jobs.tool("Write", file_path="package.json", content='{"name": "site", "private": true, "type": "module"}')],
+        [jobs.bash("npm install escape-html@1 --no-audit --no-fund --no-update-notifier 2>&1", timeout=120000)],
+        [jobs.tool("Write", file_path="build.mjs", content=SITE_BUILD)],
+        [jobs.bash("node build.mjs && cat dist/index.html")],
+        *preview_steps(),
+    ]
+    run = jobs.play(docker_client, box_image, web_box, steps, browser=BROWSER_TOOLS, timeout=300)
+    assert run.code == 0 and run.final["subtype"] == "success", str(run)
+    assert "added 1 package" in run.result(1)["text"], str(run)
+    assert "<title>imdt-site</title>" in run.result(3)["text"], str(run)
+    assert "<title>imdt-site</title>" in run.result(6)["text"], str(run)  # the next command reaches the server
+    assert "Page Title: imdt-site" in run.result(7)["text"], str(run)  # and so does the browser
+    assert run.result(8)["images"] == 1, str(run)
+
+
+def test_with_a_network_namespace_per_command_no_preview_is_in_reach(docker_client, box_image, topology, agents, marks):
+    # The breaking twin: the sandbox's own bubblewrap, as Claude Code runs it unless told.
+    page = "<html><head><title>imdt-site</title></head></html>"
+    steps = [[jobs.tool("Write", file_path="dist/index.html", content=page)], *preview_steps()]
+    with patched_image(docker_client, box_image, managed_with(bwrapPath="/usr/bin/bwrap")) as image:
+        box = boxes.start_walled(docker_client, image, topology, volume=agents)
+        try:
+            run = jobs.play(docker_client, image, box, steps, browser=BROWSER_TOOLS, timeout=300)
+        finally:
+            box.remove(force=True)
+    assert "Failed to connect to 127.0.0.1 port 4173" in run.result(3)["text"], str(run)
+    assert "ERR_CONNECTION_REFUSED" in run.result(4)["text"], str(run)

@@ -3,6 +3,7 @@
 
     python3 bench/run.py                 # a Mac with Docker Desktop: the defaults
     python3 bench/run.py --quick         # no cold build, 3 runs each
+    python3 bench/run.py --skip build,size,help,check,start   # only the scripted job
     python3 bench/run.py --harness --base-image imd-box-base:trixie \\
         --ca-cert /etc/ssl/certs/ca-certificates.crt    # the project's CI machine
 
@@ -21,6 +22,10 @@ the test suite's fake worker (tests/fake_worker) into a fresh volume of its own;
 --volume NAME uses a volume you prepared instead (it is left as it was found,
 apart from what the worker writes).
 
+The scripted job (tests/harness/jobs.py) installs the agent CLIs from npm into a volume
+of its own, then times one job of six tool calls with the real Claude Code, through the
+box's jail and without it, alternately in one walled box: the jail's cost beside its time.
+
 `box check` probes the internet and the walls. --harness runs the same check
 (imdbox.check.runner.run_check, what `box check` calls) on the test suite's
 internal networks, aimed only at the harness's own listeners: use it on machines
@@ -33,6 +38,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import statistics
 import subprocess
 import sys
 import threading
@@ -57,6 +63,8 @@ GOALS = {
     "check": 10.0,
     "start": 5.0,
     "help": 0.3,
+    "job": 20.0,
+    "jail": 1.2,  # the jailed job's median over the unjailed one's
 }
 
 
@@ -288,6 +296,45 @@ class Bench:
             self._remove_volume(volume)
         self.rows.append(row)
 
+    # ---------------------------------------------------------------- a job
+    def job(self) -> None:
+        """One scripted job (tests/harness/jobs.py: the real Claude Code, the scripted model),
+        run as the worker runs it through the box's jail and without it, alternately, in one
+        walled box on the bench's network: the jail's cost beside its own time."""
+        from tests.harness import agents, boxes, jobs
+
+        steps = [
+            [jobs.tool("Write", file_path="index.html", content="<h1>bench</h1>")],
+            [jobs.bash("ls -la && cat index.html")],
+            [jobs.tool("Read", file_path="index.html")],
+            [jobs.tool("Grep", pattern="bench", path=".")],
+            [jobs.tool("Edit", file_path="index.html", old_string="bench", new_string="benched")],
+            [jobs.bash('node -e \'console.log(require("fs").readFileSync("index.html", "utf8"))\'')],
+        ]
+        jailed = Row(
+            "scripted job, jailed (6 tool calls)", goal=GOALS["job"], note="the real Claude Code, scripted model"
+        )
+        plain = Row("scripted job, no jail", note="the same script, the same box, IDENTITYMD_CLAUDE_BIN unset")
+        log("waiting for the machine lock (a test run may hold it), then installing the agent CLIs")
+        with test_machine.held(), agents.installed(self.client, self.image) as volume:
+            box = boxes.start_walled(self.client, self.image, None, volume=volume, alone_on=self.args.network)
+            try:
+                for i in range(self.args.runs):
+                    for row, jail in ((jailed, True), (plain, False)):
+                        log(f"job {i + 1}/{self.args.runs} ({'jailed' if jail else 'no jail'})")
+                        t0 = time.perf_counter()
+                        run = jobs.play(self.client, self.image, box, steps, jailed=jail)
+                        elapsed = time.perf_counter() - t0
+                        if run.code != 0 or len(run.results) != len(steps):
+                            raise RuntimeError(f"the scripted job failed: {tail(str(run))}")
+                        row.samples.append(elapsed)
+            finally:
+                box.remove(force=True)
+        ratio = statistics.median(jailed.samples) / statistics.median(plain.samples)
+        cost = Row("the jail's cost (jailed / no jail)", goal=None, value_text=f"{ratio:.2f}×")
+        cost.met, cost.note = ratio <= GOALS["jail"], f"goal ≤ {GOALS['jail']}×, medians of alternating runs"
+        self.rows += [jailed, plain, cost]
+
     # ---------------------------------------------------------------- box start
     def prepare_fake_worker(self) -> Optional[str]:
         """Install tests/fake_worker (and its claude) into our own fresh volume and
@@ -452,7 +499,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("--harness", action="store_true", help="run the check on the test suite's internal networks")
     p.add_argument("--check-url", help="`box check --url`")
     p.add_argument("--check-targets", help="`box check --targets FILE`")
-    p.add_argument("--skip", default="", help="comma list of: build, size, help, check, start")
+    p.add_argument("--skip", default="", help="comma list of: build, size, help, check, start, job")
     p.add_argument("--layers", type=int, default=12, help="layers listed (default 12)")
     p.add_argument("--json", dest="json_out", help="also write the results to this JSON file")
     args = p.parse_args(argv)
@@ -491,6 +538,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         for name, fn, row_name, goal in (
             ("check", bench.check, "`box check` (all walls)", GOALS["check"]),
             ("start", bench.start, "`box start` → worker process running", GOALS["start"]),
+            ("job", bench.job, "scripted job, jailed (6 tool calls)", GOALS["job"]),
         ):
             if name in args.skip:
                 bench.rows.append(Row(row_name, skipped=f"--skip {name}", goal=goal))

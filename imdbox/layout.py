@@ -10,9 +10,12 @@ BROWSER_DIR = f"{LIB}/browser"
 NODE_COMPILE_CACHE = f"{LIB}/node-compile-cache"
 AS_IMD = f"{WORKER_DIR}/as-imd"  # the one privilege drop
 INSTALL_SH = f"{WORKER_DIR}/install.sh"
-# The Claude Code the worker runs (as-imd names it in IDENTITYMD_CLAUDE_BIN): the real one
-# in a jail of its job's own; and the bubblewrap its sandbox runs each command with.
+# The Claude Code and the Codex the worker runs (as-imd names them in IDENTITYMD_CLAUDE_BIN
+# and IDENTITYMD_CODEX_BIN): the real ones, each run in a jail of its job's own (JAIL);
+# and the bubblewrap Claude's sandbox runs each command with.
+JAIL = f"{WORKER_DIR}/jail"
 CLAUDE_JAIL = f"{WORKER_DIR}/claude"
+CODEX_JAIL = f"{WORKER_DIR}/codex"
 SANDBOX_BWRAP = f"{WORKER_DIR}/bwrap"
 NODE = "/usr/local/bin/node"
 # Claude Code's managed settings (image/claude-code/): its sandbox, the read jail.

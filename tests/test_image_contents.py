@@ -31,7 +31,9 @@ ROOT_RUNS = (
     f"{layout.WORKER_DIR}/run.sh",
     layout.INSTALL_SH,
     f"{layout.BROWSER_DIR}/playwright-mcp",
+    layout.JAIL,
     layout.CLAUDE_JAIL,
+    layout.CODEX_JAIL,
     layout.SANDBOX_BWRAP,
 )
 

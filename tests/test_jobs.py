@@ -20,7 +20,7 @@ import pytest
 
 from imdbox.browser import TOOLS as BROWSER_TOOLS
 from imdbox.engine import AS_IMD
-from imdbox.layout import CLAUDE_JAIL
+from imdbox.layout import CLAUDE_JAIL, CODEX_JAIL
 from tests.harness import agents as agents_mod
 from tests.harness import boxes, jobs
 from tests.harness.jobs import HOME, SECRETS, WORK_ROOT
@@ -292,3 +292,34 @@ def test_with_a_network_namespace_per_command_no_preview_is_in_reach(docker_clie
             box.remove(force=True)
     assert "Failed to connect to 127.0.0.1 port 4173" in run.result(3)["text"], str(run)
     assert "ERR_CONNECTION_REFUSED" in run.result(4)["text"], str(run)
+
+
+# Codex, as the worker starts it (IDENTITYMD_CODEX_BIN), and the command of a job run under
+# its own sandbox (`codex sandbox`, the sandbox its `exec` runs each command in).
+CODEX_READS = "for f in " + " ".join(SECRETS.values()) + ' index.html; do cat "$f" 2>&1; done'
+
+
+def codex_sandbox(box, *, jailed: bool) -> str:
+    space = jobs.workspace()
+    codex = '"$IDENTITYMD_CODEX_BIN"' if jailed else "codex"
+    script = f"mkdir -p {space} && cd {space} && echo mine > index.html && {codex} sandbox -- sh -c {shlex.quote(CODEX_READS)}"
+    code, out = as_imd(box, script)
+    assert code == 0, out
+    return out
+
+
+def test_the_worker_runs_codex_through_the_jail(box):
+    code, out = as_imd(box, 'printenv IDENTITYMD_CODEX_BIN && cd "$(mktemp -d)" && "$IDENTITYMD_CODEX_BIN" --version')
+    assert code == 0 and out.split("\n")[0] == CODEX_JAIL and out.split("\n")[1].startswith("codex-cli "), out
+
+
+def test_a_codex_jobs_commands_read_nothing_of_the_home_but_the_codex_login(box, marks):
+    out = codex_sandbox(box, jailed=True)
+    assert "mine" in out, out
+    # Codex's sandbox limits writes, not reads: its login is the one file of the home in reach.
+    assert {label for label, mark in marks.items() if mark in out} == {"codex login"}, out
+
+
+def test_without_the_jail_codexs_commands_read_another_jobs_workspace(box, marks):
+    out = codex_sandbox(box, jailed=False)
+    assert marks["other job"] in out and marks["device key"] in out, out

@@ -224,7 +224,9 @@ HEALTHY_EVIDENCE = {
         "cannot read the Claude login (canary), the device key (canary), tools.env (canary),"
         " another job's workspace or the rest of the home",
         "nor through /proc/<pid>/root",
-        "it reads the job's own workspace",
+        "in a job's jail (/usr/local/lib/imd-box/worker/jail)",
+        "Claude's own tools read none of them but the login",
+        "both read the job's own workspace",
         "the worker can",
     ],
     "jailed_root": [
@@ -436,13 +438,15 @@ def test_15_browser_check_says_not_ok(check, has_browser):
 
 
 def test_16_device_key_and_login_kept_outside_the_denied_paths(check, has_browser, test_volume):
-    # The worker's files moved where no rule of the managed settings names them.
+    # The worker's files moved where no rule of the managed settings names them, into a folder
+    # the job's jail takes for the workspace (the work root is in it). The login's new place,
+    # /var/tmp, is the jail's own.
     env = {"IDENTITYMD_HOME": "/var/tmp/identitymd", "CLAUDE_CONFIG_DIR": "/var/tmp/claude"}
     report = check(volume=test_volume, mutate=lambda kw: kw["environment"].update(env))
     expect_failed(report, {"read_jail"}, has_browser)
     detail = report.by_id("read_jail").detail
-    assert "the sandbox READ the Claude login (canary) at /var/tmp/claude/.credentials.json" in detail
-    assert "the device key (canary) at /var/tmp/identitymd/config.json" in detail
+    assert "the sandbox READ the device key (canary) at /var/tmp/identitymd/config.json" in detail
+    assert "Claude login" not in detail
 
 
 MANAGED = json.loads((ROOT / "image" / "claude-code" / "managed-settings.json").read_text())
@@ -456,23 +460,32 @@ def managed_with(change) -> dict:
     return {CLAUDE_SETTINGS: (json.dumps(settings).encode(), 0o644)}
 
 
-def test_16_a_jail_of_three_files_not_the_home(check, has_browser):
-    # The rules before the jail was the home: the three secrets alone.
-    def three_files(settings):
-        settings["sandbox"]["filesystem"]["denyRead"] = [
-            "~/.claude/.credentials.json",
-            "~/.identitymd/config.json",
-            "~/.identitymd/tools.env",
-        ]
+def test_16_a_sandbox_whose_rules_leave_the_login(check, has_browser):
+    # The job's jail holds the Claude login for Claude Code: only the sandbox's rules keep it
+    # from a job's commands. Rules that name the device key and tools.env, not the home.
+    def two_files(settings):
+        settings["sandbox"]["filesystem"]["denyRead"] = ["~/.identitymd/config.json", "~/.identitymd/tools.env"]
 
-    report = check(patch=managed_with(three_files))
+    report = check(patch=managed_with(two_files))
     expect_failed(report, {"read_jail"}, has_browser)
     detail = report.by_id("read_jail").detail
-    assert "the sandbox READ another job's workspace at /home/imd/.identitymd/work/" in detail
-    assert "the rest of the home at /home/imd/.imd-box-check-canary" in detail
-    # /proc/<pid>/root stays shut: the sandbox's own namespaces refuse it whatever the rules say.
+    assert "the sandbox READ the Claude login (canary) at /home/imd/.claude/.credentials.json" in detail, detail
+    # /proc/<pid>/root stays shut: the jail's own namespaces refuse it whatever the rules say.
     assert "through /proc/" not in detail
-    assert "Claude login" not in detail and "device key" not in detail  # their rules stayed
+    # Nothing else of the home is in the jail to read.
+    assert "device key" not in detail and "another job" not in detail and "rest of the home" not in detail
+
+
+def test_16_without_the_jobs_jail_claudes_own_tools_read_the_home(check, has_browser):
+    # A worker/jail that runs its program with no jail: Claude's sandbox alone still hides the
+    # home from a job's commands, but Claude Code's own tools would read all of it.
+    passthrough = b'#!/bin/bash\nshift 2\nexec "$@"\n'
+    report = check(patch={layout.JAIL: (passthrough, 0o755)})
+    expect_failed(report, {"read_jail"}, has_browser)
+    detail = report.by_id("read_jail").detail
+    assert f"the job's jail ({layout.JAIL}) READ " in detail, detail
+    assert "another job's workspace" in detail and "the rest of the home" in detail, detail
+    assert "the Claude login" not in detail, detail  # the jail holds it for Claude Code
 
 
 def test_16_the_managed_settings_allow_running_unsandboxed(check, has_browser):
@@ -514,7 +527,8 @@ def test_16_17_no_user_namespaces(check, has_browser):
     report = check(mutate=docker_default)
     failed = set(report.failed()) - {"browser"}  # not asked (Chromium's sandbox needs user namespaces too)
     assert failed == {"read_jail", "jailed_root"}, show(report)
-    assert "the jail did not start" in report.by_id("read_jail").detail
+    detail = report.by_id("read_jail").detail
+    assert "srt in the job's jail did not start" in detail and "No permissions to create a new namespace" in detail
     assert "could not become root in a user namespace" in report.by_id("jailed_root").detail
 
 
@@ -672,9 +686,9 @@ def test_a_hanging_tool_is_fail_not_a_hang(check, has_browser, docker_client, bo
     expect_failed(report, {"read_jail", "jailed_root", "image"}, has_browser)
     for wall in ("read_jail", "jailed_root", "image"):
         assert "timed out" in report.by_id(wall).detail, show(report)
-    # The tool's own limit ends the line, and names the tool: the hung sleep (srt's child)
-    # holds srt's pipes, and a line that waited for them would end at the probe's limit.
-    assert report.by_id("read_jail").detail == "srt timed out", show(report)
+    # The tool's own limit ends the line, and names the tool: the hung sleep (the jail's
+    # bwrap) holds the pipes, and a line that waited for them would end at the probe's limit.
+    assert report.by_id("read_jail").detail == "srt in the job's jail timed out", show(report)
     # The line's own clean-up ran: every later check on this volume would fail line 16 (EEXIST).
     assert canaries_in(docker_client, box_image, home_volume) == [], "canaries left in the volume"
 

@@ -646,52 +646,75 @@ async function readJail() {
         return { ok: false, detail: `${label}: ${why}: nothing to prove` };
       }
     }
-    // The jail as Claude Code builds it for a Bash command: its sandbox library with the
-    // sandbox settings of the managed file. srt takes the same keys (filesystem,
-    // enableWeakerNestedSandbox, bwrapPath, socatPath, ripgrep) and ignores Claude's own
-    // (enabled, failIfUnavailable, ...); no network, as nothing here needs one. It runs
-    // in the job's workspace, where the managed file's relative allowRead (".") points.
-    scratch = fs.mkdtempSync(path.join(os.tmpdir(), "imd-box-check-jail-"));
-    const settings = path.join(scratch, "srt-settings.json");
+    // The jail a Claude Code job runs in (worker/jail: the worker starts Claude Code through
+    // it), seen twice from the job's workspace: by a Bash command, in Claude's sandbox (its
+    // library, srt, with the sandbox settings of the managed file: srt takes the same keys
+    // and ignores Claude's own; no network, as nothing here needs one), and by Claude's own
+    // tools, which run in the jail outside that sandbox (a shell there). srt's settings are a
+    // file in the workspace, the one folder of the home the jail holds.
+    for (const name of ["jail", "srt", "sh"]) if (!fs.existsSync(tool(name))) return { ok: false, detail: `${name} is missing from the box` };
     const sb = claude.sandbox;
-    const jail = {
+    const srtSettings = {
       ...sb,
       network: { allowedDomains: [], deniedDomains: [] },
       filesystem: { allowWrite: [], denyWrite: [], ...sb.filesystem },
     };
-    fs.writeFileSync(settings, JSON.stringify(jail));
-    // Each file is read in the jail, and through /proc/<pid>/root of this (outside) process;
-    // only a digest leaves the jail, never the content.
+    scratch = fs.mkdtempSync(path.join(workspace, ".imd-box-check-"));
+    const settings = path.join(scratch, "srt-settings.json");
+    fs.writeFileSync(settings, JSON.stringify(srtSettings));
+    // Each file is read, and through /proc/<pid>/root of this (outside) process; only a
+    // digest leaves the jail, never the content.
     const viaProc = secrets.map(([, f]) => `/proc/${process.pid}/root${f}`);
     const asked = [...secrets.map(([, f]) => f), ...viaProc, work];
     const script = `for f in "$@"; do d=$(${tool("sha256sum")} -- "$f" 2>/dev/null) && echo "IMD-JAIL $f \${d%% *}" || echo "IMD-JAIL $f denied"; done`;
-    const r = await runScript("srt", ["--settings", settings, "--", tool("sh"), "-c", script, "jail", ...asked], {
-      cwd: workspace,
-      env: { ...process.env, HOME },
-    });
-    const why = unusable("srt", r);
-    if (why) return { ok: false, detail: why };
-    const seen = {}; // path -> the digest the jail saw, or "denied"
-    for (const line of r.out.split("\n").filter((l) => l.startsWith("IMD-JAIL "))) {
-      const at = line.lastIndexOf(" ");
-      seen[line.slice(9, at)] = line.slice(at + 1);
-    }
-    if (r.code !== 0 || Object.keys(seen).length !== asked.length)
-      return { ok: false, detail: `the jail did not start (exit ${r.code}): ${short(r.err || r.out, 160)}` };
-    const read = [];
-    secrets.forEach(([label, f], i) => {
-      if (seen[f] === digest[f]) read.push(`${label} at ${f}`);
-      if (seen[viaProc[i]] === digest[f]) read.push(`${label} through ${viaProc[i]}`);
-    });
+    // A shell in the jail, behind `prefix` (srt) or none.
+    const inJail = (...prefix) =>
+      run(tool("jail"), ["claude", "--program", ...prefix, tool("sh"), "-c", script, "jail", ...asked], {
+        cwd: workspace,
+        env: { ...process.env, HOME },
+      });
+    const seenBy = (label, r) => {
+      const why = unusable(label, r);
+      if (why) return { why };
+      const seen = {}; // path -> the digest seen, or "denied"
+      for (const line of r.out.split("\n").filter((l) => l.startsWith("IMD-JAIL "))) {
+        const at = line.lastIndexOf(" ");
+        seen[line.slice(9, at)] = line.slice(at + 1);
+      }
+      if (r.code !== 0 || Object.keys(seen).length !== asked.length)
+        return { why: `${label} did not start (exit ${r.code}): ${short(r.err || r.out, 160)}` };
+      return { seen };
+    };
+    const readBy = (seen, skip = () => false) => {
+      const read = [];
+      secrets.forEach(([label, f], i) => {
+        if (skip(label)) return;
+        if (seen[f] === digest[f]) read.push(`${label} at ${f}`);
+        if (seen[viaProc[i]] === digest[f]) read.push(`${label} through ${viaProc[i]}`);
+      });
+      return read;
+    };
+    const sandbox = await seenBy("srt in the job's jail", await inJail(process.execPath, tool("srt"), "--settings", settings, "--"));
+    if (sandbox.why) return { ok: false, detail: sandbox.why };
+    const read = readBy(sandbox.seen);
     if (read.length) return { ok: false, detail: `the sandbox READ ${read.join(", ")} (rules from ${claude.file})` };
-    if (seen[work] !== digest[work])
+    if (sandbox.seen[work] !== digest[work])
       return { ok: false, detail: `the sandbox cannot read the job's own workspace either (${work}): not a jail a job can work in` };
+    // Claude Code's own tools: the jail holds the Claude login for Claude Code (its permission
+    // rules keep the tools from it); nothing else of the home may be there.
+    const tools = await seenBy("the job's jail", await inJail());
+    if (tools.why) return { ok: false, detail: tools.why };
+    const toolsRead = readBy(tools.seen, (label) => label.startsWith("the Claude login"));
+    if (toolsRead.length) return { ok: false, detail: `the job's jail (${tool("jail")}) READ ${toolsRead.join(", ")}` };
+    if (tools.seen[work] !== digest[work])
+      return { ok: false, detail: `the job's jail hides the job's own workspace (${work}): not a jail a job can work in` };
     const labels = secrets.map(([l]) => l);
     return {
       ok: true,
       detail:
-        `Claude's sandbox (srt, rules from ${claude.file}) cannot read ${labels.slice(0, -1).join(", ")} or ${labels.at(-1)}` +
-        ` — nor through /proc/<pid>/root; it reads the job's own workspace; the worker can`,
+        `in a job's jail (${tool("jail")}), Claude's sandbox (srt, rules from ${claude.file}) cannot read ` +
+        `${labels.slice(0, -1).join(", ")} or ${labels.at(-1)} — nor through /proc/<pid>/root — and Claude's own tools ` +
+        `read none of them but the login; both read the job's own workspace; the worker can`,
     };
   } finally {
     if (scratch) fs.rmSync(scratch, { recursive: true, force: true });

@@ -24,7 +24,7 @@ from typing import Callable, Optional
 from urllib.parse import urlsplit
 
 from .. import browser, names
-from ..layout import CLAUDE_SETTINGS, NODE, SANDBOX_RUNTIME
+from ..layout import CLAUDE_SETTINGS, JAIL, NODE, SANDBOX_RUNTIME
 from ..runflags import PIDS_LIMIT, SYSTEM_PATH, RunFlags
 from .report import Report, Result
 from .walls import WALLS
@@ -54,6 +54,8 @@ TOOLS = {
     # Claude Code's sandbox library, a node script run by the image's node; its own
     # tools (bwrap, socat, rg) come from the managed settings (line 16 uses their rules).
     "srt": SANDBOX_RUNTIME,
+    # A job's jail (worker/jail): line 16 runs srt, and a shell as Claude's own tools, in it.
+    "jail": JAIL,
 }
 
 

@@ -212,9 +212,18 @@ def logs(
     ] = None,
     no_follow: Annotated[bool, typer.Option("--no-follow", help="Print what is there and stop.")] = False,
     tail: Annotated[Optional[int], typer.Option("--tail", help="Only the last N lines.")] = None,
+    raw: Annotated[
+        bool,
+        typer.Option(
+            "--raw",
+            help="The log's bytes as the box wrote them, for a pipe: terminal control sequences are "
+            "not shown as escapes, so never send this to a terminal.",
+        ),
+    ] = False,
 ) -> None:
-    """Follow the worker's log (Ctrl-C stops watching, not the worker)."""
-    _run(_lifecycle().logs, since=since, follow=not no_follow, tail=tail)
+    """Follow the worker's log (Ctrl-C stops watching, not the worker). Control sequences in it
+    are shown as escapes (\\x1b...), never acted on by your terminal; --raw keeps the bytes."""
+    _run(_lifecycle().logs, since=since, follow=not no_follow, tail=tail, raw=raw)
 
 
 @app.command(short_help="The box's state, then `imd doctor` inside it.")

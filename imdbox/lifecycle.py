@@ -16,7 +16,7 @@ from typing import Optional
 
 import docker.errors
 
-from . import engine, layout, names, ui, worker
+from . import engine, layout, names, terminal, ui, worker
 from . import settings as settings_mod
 from .errors import BoxError
 from .runflags import STOP_TIMEOUT
@@ -330,7 +330,7 @@ def parse_since(text: str):
     return value if value.tzinfo else value.astimezone()
 
 
-def logs(since: Optional[str], follow: bool, tail: Optional[int]) -> None:
+def logs(since: Optional[str], follow: bool, tail: Optional[int], raw: bool = False) -> None:
     since_value = parse_since(since) if since else None
     client = _connect()
     container = engine.box_container(client)
@@ -342,8 +342,9 @@ def logs(since: Optional[str], follow: bool, tail: Optional[int]) -> None:
     if tail is not None:
         kwargs["tail"] = tail
     out = os.fdopen(os.dup(1), "wb", buffering=0)
+    stream = interruptible(container.logs(**kwargs))
     try:
-        for chunk in interruptible(container.logs(**kwargs)):
+        for chunk in stream if raw else terminal.safe_stream(stream):
             out.write(chunk)
     except KeyboardInterrupt:
         pass

@@ -1,9 +1,13 @@
-"""Printing for the commands. rich is imported on first use, never at startup."""
+"""Printing for the commands. rich is imported on first use, never at startup.
+
+Every line and cell goes through terminal.safe: much of what box prints came from the box."""
 
 from __future__ import annotations
 
 import sys
 from typing import Optional
+
+from .terminal import safe
 
 _console = None
 _err_console = None
@@ -28,24 +32,24 @@ def err_console():
 
 
 def say(text: str, style: Optional[str] = None) -> None:
-    console().print(text, style=style, markup=False, soft_wrap=True)
+    console().print(safe(text), style=style, markup=False, soft_wrap=True)
 
 
 def step(text: str) -> None:
-    console().print(f"» {text}", style="bold", markup=False, soft_wrap=True)
+    console().print(f"» {safe(text)}", style="bold", markup=False, soft_wrap=True)
 
 
 def ok(text: str) -> None:
-    console().print(f"✓ {text}", style="green", markup=False, soft_wrap=True)
+    console().print(f"✓ {safe(text)}", style="green", markup=False, soft_wrap=True)
 
 
 def dim(text: str) -> None:
-    console().print(text, style="dim", markup=False, soft_wrap=True)
+    console().print(safe(text), style="dim", markup=False, soft_wrap=True)
 
 
 def note(text: str) -> None:
     """Progress on stderr, for commands whose stdout is their result (`box check --json`)."""
-    err_console().print(text, style="dim", markup=False, soft_wrap=True)
+    err_console().print(safe(text), style="dim", markup=False, soft_wrap=True)
 
 
 def write(text: str) -> None:
@@ -54,7 +58,7 @@ def write(text: str) -> None:
 
 
 def error(text: str) -> None:
-    err_console().print(f"box: {text}", style="bold red", markup=False, soft_wrap=True)
+    err_console().print(f"box: {safe(text)}", style="bold red", markup=False, soft_wrap=True)
 
 
 def table(columns: list[str], rows: list[list[str]]) -> None:
@@ -63,7 +67,7 @@ def table(columns: list[str], rows: list[list[str]]) -> None:
 
     t = Table(*columns, box=None, pad_edge=False, header_style="bold")
     for row in rows:
-        t.add_row(*(Text(cell) for cell in row))  # as given, never read as markup
+        t.add_row(*(Text(safe(cell)) for cell in row))  # as given, never read as markup
     console().print(t, markup=False, soft_wrap=True)
 
 

@@ -11,8 +11,10 @@ the harness's internal `imdt-internet` network.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
+import shlex
 import shutil
 import signal
 import subprocess
@@ -470,3 +472,31 @@ def test_remove_unlinks_and_removes_everything(docker_client, fresh, box_image):
     assert "  Nothing was linked on the server. Local binding cleared." in r.all
     assert f"removed the volume {bx.volume}" in r.all
     assert not _volume_exists(docker_client, bx.volume)
+
+
+def test_what_the_box_writes_reaches_the_terminal_as_escapes(bx):
+    # The attacker owns the volume: a planted `claude` answers --version with every class of
+    # control sequence, and the worker puts that answer in its log (its runtimes line) and in
+    # the doctor's. None reaches box's output as a control character.
+    from tests.test_terminal_unit import CONTROL, HOSTILE
+
+    hostile = "".join(HOSTILE.values())
+    claude = "/home/imd/.npm-global/bin/claude"
+    fake = base64.b64encode(f"#!/bin/sh\nprintf '%s\\n' {shlex.quote(hostile)}\n".encode()).decode()
+    plant = f"mv {claude} {claude}.real && echo {fake} | base64 -d > {claude} && chmod +x {claude}"
+    assert bx.run("shell", "bash", "-c", plant).returncode == 0
+    try:
+        assert bx.run("start").returncode == 0
+        deadline = time.monotonic() + 30
+        while "runtimes: claude" not in (logs := bx.run("logs", "--no-follow")).stdout and time.monotonic() < deadline:
+            time.sleep(0.5)
+        status = bx.run("status")
+        raw = bx.run("logs", "--no-follow", "--raw")
+    finally:
+        assert bx.run("shell", "bash", "-c", f"mv {claude}.real {claude}").returncode == 0
+    assert "runtimes: claude \\x1b]52;c;" in logs.stdout and "evil\\u202efdp.exe" in logs.stdout, logs.all
+    assert "\\x1b]52;c;" in status.stdout, status.all  # the doctor's runtime line
+    for r in (logs, status):
+        assert not CONTROL.search(r.stdout + r.stderr), repr(r.all)
+    # The breaking twin: the same log, raw, carries the bytes a terminal would act on.
+    assert "\x1b]52;c;" in raw.stdout and "\u202e" in raw.stdout, raw.all

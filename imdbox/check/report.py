@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from ..terminal import safe
+
 
 @dataclass(frozen=True)
 class Result:
@@ -53,7 +55,8 @@ def render(report: Report, console) -> None:
     table.add_column("evidence", overflow="fold")
     for r in report.results:
         mark = Text("ok", style="bold green") if r.ok else Text("FAIL", style="bold red")
-        table.add_row(str(r.number), r.wall, mark, Text(r.detail, style="" if r.ok else "red"))
+        # The evidence quotes the box (paths, tools' errors): shown as safe text.
+        table.add_row(str(r.number), r.wall, mark, Text(safe(r.detail), style="" if r.ok else "red"))
     console.print(table)
     failed = [r for r in report.results if not r.ok]
     summary = f"{len(report.results)} walls checked in {report.seconds:.1f} s: "

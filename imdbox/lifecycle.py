@@ -164,6 +164,7 @@ def setup(
             f"the box is running: stop it first (`{names.box_command('stop')}`), "
             f"then run `{names.box_command('setup')}` again"
         )
+    _hint_a_pairing_here()
     if engine.ensure_volume(client):
         ui.ok(f"created the volume {names.VOLUME} (your logins, the worker and its pairing live here)")
     current = settings_mod.read_or_defaults(client)  # setup writes the file again
@@ -212,10 +213,17 @@ def start() -> None:
         return
     engine.require_setup(client)
     settings_mod.read(client)  # damaged settings: one line now, not a box that will not start
+    _hint_a_pairing_here()
     _refuse_if_seats_overfill(client)
     if container is not None:
         engine.remove_box(container)
     _create_and_start(client)
+
+
+def _hint_a_pairing_here() -> None:
+    hint = worker.pairing_hint()
+    if hint:
+        ui.say(hint, style="yellow")
 
 
 def _refuse_if_seats_overfill(client) -> None:

@@ -17,8 +17,11 @@ doctor runs a prompt on each runtime first):
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 HELP_COMMAND = ["imd", "help"]
@@ -105,3 +108,26 @@ def pairing(status_text: str) -> str:
         if _NOT_CONFIGURED.match(line):
             return "no (not configured)"
     return "?"
+
+
+def config_on_this_machine(env: Mapping[str, str], home: Path) -> Optional[Path]:
+    """The config of a worker set up outside the box, on the machine box runs on
+    (`$IDENTITYMD_HOME/config.json`, else `~/.identitymd/config.json`), if one is there.
+    Only whether it exists is looked at, never its content."""
+    root = Path(env["IDENTITYMD_HOME"]) if env.get("IDENTITYMD_HOME") else home / ".identitymd"
+    config = root / "config.json"
+    try:
+        return config if config.is_file() else None
+    except OSError:
+        return None
+
+
+def pairing_hint(env: Mapping[str, str] = os.environ, home: Optional[Path] = None) -> Optional[str]:
+    """One line when a worker on this machine may hold the seat the box's worker uses."""
+    config = config_on_this_machine(env, home or Path.home())
+    if config is None:
+        return None
+    return (
+        f"a worker is set up on this machine too ({config}): if the seat is paired to it, "
+        "run `imd unlink` there first, so that one device does not hold the seat twice"
+    )

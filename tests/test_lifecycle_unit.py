@@ -608,3 +608,27 @@ def test_only_a_whole_passed_on_help_is_read():
     assert worker.help_passed_on("imd-box: worker installed") is None
     assert worker.help_passed_on(f"{worker.HELP_EXIT}x") is None
     assert worker.help_passed_on(f"{worker.HELP_EXIT}0\n{worker.HELP_EXIT}0") is None
+
+
+def test_setup_and_start_name_a_worker_set_up_on_this_machine(world, monkeypatch, tmp_path):
+    # A stand-in home on "the Mac": only whether its worker's config exists is looked at.
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("IDENTITYMD_HOME", raising=False)
+    world.oneoff = lambda role, command, env: (0, REAL_HELP if command == ["imd", "help"] else "")
+    hint = "if the seat is paired to it, run `imd unlink` there first"
+    result = box("setup", "--no-shell")
+    assert result.exit_code == 0 and hint not in result.output, result.output
+    config = tmp_path / ".identitymd" / "config.json"
+    config.parent.mkdir()
+    config.write_text('{"deviceKey": "imdt-never-read"}')
+    for command in (["setup", "--no-shell"], ["start"]):
+        world.set_up()
+        result = box(*command)
+        assert result.exit_code == 0, result.output
+        assert result.output.count(hint) == 1 and str(config) in result.output, result.output
+        assert "imdt-never-read" not in result.output
+    # The worker's own IDENTITYMD_HOME, where it is set, is where it looks.
+    monkeypatch.setenv("IDENTITYMD_HOME", str(tmp_path / "elsewhere"))
+    assert box("stop").exit_code == 0
+    result = box("start")
+    assert result.exit_code == 0 and "walls up and verified" in result.stdout and hint not in result.output

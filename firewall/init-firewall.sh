@@ -100,6 +100,12 @@ V6=(
   "-A INPUT $REJECT_V6"
   "-A FORWARD $REJECT_V6"
   "-A OUTPUT -o lo -j ACCEPT"
+  # The kernel's own router solicitations, neighbour solicitations and multicast-listener
+  # reports (no job can send these: they need a raw socket), refused by rules of their own,
+  # so that the last rule's counter holds only attempts (`box status`).
+  "-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type 133 $REJECT_V6"
+  "-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type 135 $REJECT_V6"
+  "-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type 143 $REJECT_V6"
   "-A OUTPUT $REJECT_V6"
 )
 

@@ -227,9 +227,19 @@ def logs(
 
 
 @app.command(short_help="The box's state, then `imd doctor` inside it.")
-def status() -> None:
-    """The box's state, then `imd doctor` inside it (its exit code is box's)."""
-    code = _run(_lifecycle().status)
+def status(
+    json_output: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Only the box's state, its restarts and the attempts each wall refused since it started, as JSON "
+            "(no doctor).",
+        ),
+    ] = False,
+) -> None:
+    """The box's state, the attempts each wall refused since it started, then `imd doctor`
+    inside it (its exit code is box's)."""
+    code = _run(_lifecycle().status, json_output=json_output)
     raise typer.Exit(code or 0)
 
 

@@ -527,6 +527,13 @@ def exec_as_imd(container, command: Sequence[str]) -> tuple[int, str]:
     return result.exit_code, (result.output or b"").decode(errors="replace")
 
 
+def exec_as_root(container, command: Sequence[str]) -> tuple[int, str]:
+    """One of the image's programs, by absolute path, as the box's root (with the box's
+    capabilities, never more): only for reading what root alone may (the firewall's counters)."""
+    result = container.exec_run(list(command), user="root", environment=EXEC_ENV, demux=False)
+    return result.exit_code, (result.output or b"").decode(errors="replace")
+
+
 def health(container) -> str:
     """The image's HEALTHCHECK (worker/healthy) as Docker last saw it: its state and what it said."""
     h = container.attrs["State"].get("Health")

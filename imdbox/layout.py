@@ -24,3 +24,7 @@ CLAUDE_SETTINGS = "/etc/claude-code/managed-settings.json"
 SANDBOX_RUNTIME = "/opt/sandbox-runtime/node_modules/@anthropic-ai/sandbox-runtime/dist/cli.js"
 # The extra CA certificates a build was given (the Dockerfile's `COPY ca/`).
 CA_DIR = "/usr/local/share/ca-certificates/imd-box"
+# The firewall's tools: the entrypoint sets the rules with them, `box check` tries them as
+# imd, and `box status` reads the rules' counters with them as root.
+IPTABLES = "/usr/sbin/iptables"
+IP6TABLES = "/usr/sbin/ip6tables"

@@ -16,7 +16,7 @@ from typing import Optional
 
 import docker.errors
 
-from . import engine, layout, names, terminal, ui, worker
+from . import engine, layout, names, refused, terminal, ui, worker
 from . import settings as settings_mod
 from .errors import BoxError
 from .runflags import STOP_TIMEOUT
@@ -361,7 +361,7 @@ def logs(since: Optional[str], follow: bool, tail: Optional[int], raw: bool = Fa
 
 
 # ------------------------------------------------------------------ status
-def status() -> int:
+def status(json_output: bool = False) -> int:
     client = _connect()
     container = engine.box_container(client)
     img = engine.image(client, required=False)
@@ -370,6 +370,12 @@ def status() -> int:
     else:
         container.reload()
         state = _box_state(container)
+    running = container is not None and container.attrs["State"].get("Running")
+    if json_output:
+        counts = refused.read(lambda argv: engine.exec_as_root(container, argv)) if running else None
+        restarts = container.attrs.get("RestartCount", 0) if container is not None else 0
+        ui.write(json.dumps({"box": names.CONTAINER, "state": state, "restarts": restarts, "refused": counts}) + "\n")
+        return 0
     ui.say(f"box:       {names.CONTAINER}: {state}", style="bold")
     ui.say(f"engine:    {engine.endpoint_of(client).describe()}")
     restarts = container.attrs.get("RestartCount", 0) if container is not None else 0
@@ -381,6 +387,7 @@ def status() -> int:
         ui.say(f"restarts:  {restarts}{last}")
         if st.get("Running"):
             ui.say(f"health:    {engine.health(container)}")
+            ui.say(f"refused:   {_refused_line(container)}")
     if img is None:
         ui.say(f"image:     {names.IMAGE}: missing (run {_pull_or_build()})")
     else:
@@ -413,6 +420,15 @@ def status() -> int:
     flags = engine.flags(client, "status", doctor)
     code, out = engine.run_oneoff(client, flags, on_line=_print_box_line)
     return code
+
+
+def _refused_line(container) -> str:
+    """What each wall refused since the box started, from the firewall's own counters."""
+    try:
+        counts = refused.read(lambda argv: engine.exec_as_root(container, argv))
+    except BoxError as exc:
+        return str(exc)
+    return ", ".join(f"{wall} {n}" for wall, n in counts.items()) + " (attempts since the box started)"
 
 
 def _box_state(container) -> str:

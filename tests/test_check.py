@@ -206,7 +206,7 @@ HEALTHY_EVIDENCE = {
     "no_new_privs": ["NoNewPrivs 1 (PID 1: 1)", "no setuid or setgid file in the image"],
     "seccomp": ["Seccomp 2", "refused"],
     "mounts": ["volume at /home/imd", "no Docker socket"],
-    "firewall": ["set and read back: IPv4", "IPv6 8 rules", "Permission denied"],
+    "firewall": ["set and read back: IPv4", "IPv6 11 rules", "Permission denied"],
     "mac": ["host.docker.internal 198.51.100.200:80 EHOSTUNREACH", "gateway 198.51.100.129:80 EHOSTUNREACH"],
     "lan": ["192.168.77.10:80 EHOSTUNREACH", "10.77.0.10:80 EHOSTUNREACH"],
     "tailscale": ["100.100.100.100:80 EHOSTUNREACH"],

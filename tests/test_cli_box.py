@@ -25,7 +25,7 @@ import time
 import docker
 import pytest
 
-from imdbox import browser, names
+from imdbox import browser, names, refused
 from tests.fake_worker import daemon_version
 from tests.fake_worker.fixtures import FEED_URL, box_env, copy_of, remove_container, volume_files
 from tests.harness import boxes
@@ -206,6 +206,11 @@ def test_start_logs_status_stop(docker_client, bx):
     assert f"  ✓ tool browse ready · {browser.LAUNCHER}" in r.stdout
     assert "  → claude  " in r.stdout and "everything checks out" in r.stdout
     assert "runtime:   claude (concurrency 2)" in r.stdout
+    assert "refused:   the Mac " in r.stdout and "(attempts since the box started)" in r.stdout, r.all
+    r = bx.run("status", "--json")
+    assert r.returncode == 0, r.all
+    state = json.loads(r.stdout)
+    assert state["state"] == "running" and list(state["refused"]) == list(refused.WALLS), r.stdout
     started = time.monotonic()
     r = bx.run("stop")
     assert r.returncode == 0 and "stopped" in r.stdout, r.all

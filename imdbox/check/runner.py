@@ -24,7 +24,7 @@ from typing import Callable, Optional
 from urllib.parse import urlsplit
 
 from .. import browser, names
-from ..layout import CLAUDE_SETTINGS, JAIL, NODE, SANDBOX_RUNTIME
+from ..layout import CLAUDE_SETTINGS, IP6TABLES, IPTABLES, JAIL, NODE, SANDBOX_RUNTIME
 from ..runflags import PIDS_LIMIT, SYSTEM_PATH, RunFlags
 from .report import Report, Result
 from .walls import WALLS
@@ -39,8 +39,8 @@ PACKAGE_JSON = names.REPO_ROOT / "image" / "package.json"
 # ~/.npm-global/bin: it is started by path, runs every tool by its path in the
 # image, and gives its children a PATH of image directories only.
 TOOLS = {
-    "iptables": "/usr/sbin/iptables",
-    "ip6tables": "/usr/sbin/ip6tables",
+    "iptables": IPTABLES,
+    "ip6tables": IP6TABLES,
     "bwrap": "/usr/bin/bwrap",
     "unshare": "/usr/bin/unshare",
     "setarch": "/usr/bin/setarch",

@@ -1,0 +1,104 @@
+"""How many attempts each wall refused since the box started: the firewall's own rule
+counters (firewall/init-firewall.sh writes the rules), read through one root exec of the
+image's iptables and ip6tables, by absolute path, with fixed arguments. Nothing stays
+running as root to watch; a restart sets the rules, and so the counters, anew.
+
+`iptables -S OUTPUT -v` prints each rule as the firewall wrote it, with `-c PACKETS BYTES`
+before its target. Each REJECT rule is one wall's, by its match; a line of any other shape
+is an error, never a guess.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from .errors import BoxError
+from .layout import IP6TABLES, IPTABLES
+
+# In the order `box status` shows them.
+WALLS = (
+    "the Mac",
+    "home network",
+    "Tailscale",
+    "cloud metadata",
+    "multicast/broadcast",
+    "DNS elsewhere",
+    "reserved ranges",
+    "IPv6",
+)
+READ_V4 = [IPTABLES, "-w", "-S", "OUTPUT", "-v"]
+READ_V6 = [IP6TABLES, "-w", "-S", "OUTPUT", "-v"]
+
+_NETS = {
+    "10.0.0.0/8": "home network",
+    "172.16.0.0/12": "home network",
+    "192.168.0.0/16": "home network",
+    "100.64.0.0/10": "Tailscale",
+    "169.254.0.0/16": "cloud metadata",
+    "224.0.0.0/4": "multicast/broadcast",
+    "240.0.0.0/4": "multicast/broadcast",
+    "0.0.0.0/8": "reserved ranges",
+    "127.0.0.0/8 ! -o lo": "reserved ranges",
+    "192.0.0.0/24": "reserved ranges",
+    "198.18.0.0/15": "reserved ranges",
+}
+_MATCHES = {
+    "-p udp -m udp --dport 53": "DNS elsewhere",
+    "-p tcp -m tcp --dport 53": "DNS elsewhere",
+    "-m addrtype --dst-type BROADCAST": "multicast/broadcast",
+    "-m addrtype --dst-type MULTICAST": "multicast/broadcast",
+    "-m addrtype --dst-type ANYCAST": "multicast/broadcast",
+}
+# IPv6: the kernel's own ICMPv6 (firewall/init-firewall.sh), refused but not an attempt.
+_KERNEL_V6 = {f"-p ipv6-icmp -m icmp6 --icmpv6-type {t}" for t in (133, 135, 143)}
+_HOST = re.compile(r"-d (\d{1,3}\.){3}\d{1,3}/32")  # the Mac's addresses, one rule each
+_POLICY = re.compile(r"-P OUTPUT DROP -c \d+ \d+")
+_RULE = re.compile(
+    r"-A OUTPUT (?:(?P<match>.+?) )?-c (?P<packets>\d+) \d+ -j (?P<target>ACCEPT|REJECT)(?: --reject-with \S+)?"
+)
+
+
+def _v4_wall(match: str) -> str:
+    if match in _MATCHES:
+        return _MATCHES[match]
+    if match.startswith("-d ") and match[3:] in _NETS:
+        return _NETS[match[3:]]
+    if _HOST.fullmatch(match):
+        return "the Mac"
+    raise ValueError(match)
+
+
+def count(v4: str, v6: str) -> dict[str, int]:
+    """Refused packets per wall, from the two listings. Raises ValueError on a line that is
+    not one the firewall writes."""
+    counts = dict.fromkeys(WALLS, 0)
+    for family, text in (("v4", v4), ("v6", v6)):
+        for line in text.splitlines():
+            if not line or _POLICY.fullmatch(line):
+                continue
+            m = _RULE.fullmatch(line)
+            if not m:
+                raise ValueError(line)
+            match = m["match"] or ""
+            if m["target"] == "ACCEPT" or (family == "v6" and match in _KERNEL_V6):
+                continue
+            if family == "v6" and match:
+                raise ValueError(line)
+            wall = "IPv6" if family == "v6" else _v4_wall(match)
+            counts[wall] += int(m["packets"])
+    return counts
+
+
+def read(exec_as_root: Callable[[list[str]], tuple[int, str]]) -> dict[str, int]:
+    """The counts in a running box; `exec_as_root(argv)` runs argv there as root."""
+    listings = []
+    for argv in (READ_V4, READ_V6):
+        code, out = exec_as_root(argv)
+        if code != 0:
+            raise BoxError(f"the firewall's counters could not be read ({argv[0]} exit {code})")
+        listings.append(out)
+    try:
+        return count(*listings)
+    except ValueError as exc:
+        raise BoxError(f"the firewall's counters could not be read: a rule box did not write ({exc})") from None

@@ -1,0 +1,93 @@
+"""The attempts each wall refused, from the firewall's own counters (imdbox/refused.py):
+read from a walled box on the test world that tries each wall, and from one that tries
+nothing (the control: all 0). Every probe aims at a listener of the harness's own."""
+
+from __future__ import annotations
+
+import pytest
+
+from imdbox import engine, refused
+from imdbox.engine import AS_IMD
+from tests.harness import boxes
+
+pytestmark = pytest.mark.usefixtures("box_image")
+
+# One attempt at each wall, as imd, each aimed at the test world's own listener for it (the
+# reserved ranges have none: their rules are read in the listing test below).
+ATTEMPTS = {
+    "the Mac": "curl -sS -m 2 http://198.51.100.200/",
+    "home network": "curl -sS -m 2 http://10.77.0.10/",
+    "Tailscale": "curl -sS -m 2 http://100.100.100.100/",
+    "cloud metadata": "curl -sS -m 2 http://169.254.169.254/",
+    "multicast/broadcast": "node -e \"require('dgram').createSocket('udp4').send('x', 9999, '224.0.0.251', () => process.exit())\"",
+    "DNS elsewhere": "curl -sS -m 2 telnet://198.51.100.53:53",
+    "IPv6": "curl -sS -m 2 'http://[fd00:1d:1::200]/'",
+}
+
+
+def counts(box) -> dict[str, int]:
+    return refused.read(lambda argv: engine.exec_as_root(box, argv))
+
+
+def test_each_wall_counts_the_attempts_it_refused(docker_client, box_image, topology, test_volume):
+    box = boxes.start_walled(docker_client, box_image, topology, volume=test_volume)
+    try:
+        before = counts(box)
+        for wall, command in ATTEMPTS.items():
+            code, out = boxes.run(box, [*AS_IMD, "/bin/sh", "-c", command], user="root")
+            assert code != 0 or wall == "multicast/broadcast", (wall, out)  # refused
+            after = counts(box)
+            assert after[wall] >= before[wall] + 1, (wall, before, after, out)
+            before = after
+    finally:
+        box.remove(force=True)
+
+
+def test_a_box_that_tries_nothing_counts_nothing(docker_client, box_image, topology, test_volume):
+    box = boxes.start_walled(docker_client, box_image, topology, volume=test_volume)
+    try:
+        assert counts(box) == dict.fromkeys(refused.WALLS, 0)
+    finally:
+        box.remove(force=True)
+
+
+V4 = """-P OUTPUT DROP -c 0 0
+-A OUTPUT -o lo -c 5 300 -j ACCEPT
+-A OUTPUT -p udp -m udp --dport 53 -c 2 120 -j REJECT --reject-with icmp-admin-prohibited
+-A OUTPUT -m addrtype --dst-type MULTICAST -c 1 60 -j REJECT --reject-with icmp-admin-prohibited
+-A OUTPUT -d 198.51.100.200/32 -c 3 180 -j REJECT --reject-with icmp-admin-prohibited
+-A OUTPUT -d 10.0.0.0/8 -c 4 240 -j REJECT --reject-with icmp-admin-prohibited
+-A OUTPUT -d 127.0.0.0/8 ! -o lo -c 1 60 -j REJECT --reject-with icmp-admin-prohibited
+-A OUTPUT -c 9 900 -j ACCEPT
+"""
+V6 = """-P OUTPUT DROP -c 0 0
+-A OUTPUT -o lo -c 0 0 -j ACCEPT
+-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type 143 -c 2 192 -j REJECT --reject-with icmp6-adm-prohibited
+-A OUTPUT -c 7 420 -j REJECT --reject-with icmp6-adm-prohibited
+"""
+
+
+def test_the_listing_is_read_rule_by_rule():
+    assert refused.count(V4, V6) == {
+        **dict.fromkeys(refused.WALLS, 0),
+        "DNS elsewhere": 2,
+        "multicast/broadcast": 1,
+        "the Mac": 3,
+        "home network": 4,
+        "reserved ranges": 1,
+        "IPv6": 7,
+    }
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "-A OUTPUT -d 8.8.8.8/24 -c 1 1 -j REJECT --reject-with icmp-admin-prohibited",  # not a rule box writes
+        "-A OUTPUT -c 1 1 -j DROP",
+        "-A INPUT -c 1 1 -j ACCEPT",
+        "-N IMDT",
+    ],
+)
+def test_a_rule_box_did_not_write_is_an_error_not_a_guess(line):
+    with pytest.raises(ValueError):
+        refused.count(V4 + line + "\n", V6)

@@ -43,7 +43,6 @@ const BROWSER_SLACK_MS = 3000; // node's start and check.mjs's clean-up, on top 
 // EADDRNOTAVAIL: no source address for that family at all (IPv6 on a v4-only network).
 const REFUSALS = new Set(["EHOSTUNREACH", "EACCES", "EPERM", "ENETUNREACH", "EADDRNOTAVAIL"]);
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const short = (s, n = 160) => {
   const t = String(s ?? "").replace(/\s+/g, " ").trim();
   return t.length > n ? t.slice(0, n - 1) + "…" : t;
@@ -97,13 +96,6 @@ function run(cmd, args = [], { timeout = TOOL_MS, input = null, env = process.en
       resolve({ code, out, err, missing: false, timedOut });
     });
   });
-}
-
-/** A tool that is a node script (srt): the image's node runs it by path, never a `node` on a PATH. */
-function runScript(name, args = [], opts = {}) {
-  const script = tool(name);
-  if (!fs.existsSync(script)) return Promise.resolve({ code: null, out: "", err: "", missing: true });
-  return run(process.execPath, [script, ...args], opts);
 }
 
 /** A node script's version from its package's package.json (beside its dist/), in a run's

@@ -1,7 +1,7 @@
 // Run inside the box as imd by tests/test_browser.py: node --input-type=module -e <this> LAUNCHER CHECK ARGS...
 // Keeps a browser with a loaded page alive for `seconds`, so a test can look at
 // its processes; prints "loaded" once the page is in.
-const [LAUNCHER, CHECK, ...ARGS] = process.argv.slice(1);
+const [, CHECK, ...ARGS] = process.argv.slice(1);
 const { startPage, startMcp, McpSession } = await import(CHECK);
 const page = await startPage("<p>imd-box sandbox probe</p>");
 const mcp = startMcp({ timeoutMs: 20000 });

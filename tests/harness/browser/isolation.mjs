@@ -1,7 +1,7 @@
 // Run inside the box as imd by tests/test_browser.py: node --input-type=module -e <this> LAUNCHER CHECK ARGS...
 // Two runs of the launcher, one after the other, on the same origin: the second
 // must not see what the first stored (an isolated, in-memory profile per run).
-const [LAUNCHER, CHECK, ...ARGS] = process.argv.slice(1);
+const [, CHECK] = process.argv.slice(1);
 const { startPage, startMcp, McpSession } = await import(CHECK);
 const page = await startPage("<p>isolation</p>");
 const results = [];

@@ -1,5 +1,5 @@
 // Run inside the box as imd by tests/test_browser.py: node --input-type=module -e <this> LAUNCHER CHECK ARGS...
-const [LAUNCHER, CHECK, ...ARGS] = process.argv.slice(1);
+const [, CHECK] = process.argv.slice(1);
 const { check } = await import(CHECK);
 const result = await check({ launcher: "/tmp/no-sandbox-launcher", deadlineMs: 20000 });
 console.log(JSON.stringify(result));

@@ -2,7 +2,7 @@
 // The worker's way in: the launcher on stdio, newline-delimited JSON-RPC.
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
-const [LAUNCHER, CHECK, ...ARGS] = process.argv.slice(1);
+const [LAUNCHER, CHECK] = process.argv.slice(1);
 const { startPage } = await import(CHECK);
 const page = await startPage("<p>imd-test-listener:stdio-page</p>");
 const child = spawn(LAUNCHER, [], { stdio: ["pipe", "pipe", "inherit"] });

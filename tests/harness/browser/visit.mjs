@@ -1,7 +1,7 @@
 // Run inside the box as imd by tests/test_browser.py: node --input-type=module -e <this> LAUNCHER CHECK ARGS...
 // Runs inside the box (as imd): navigate to each URL through the MCP server in
 // HTTP mode, snapshot each, print one JSON list.
-const [LAUNCHER, CHECK, ...ARGS] = process.argv.slice(1);
+const [, CHECK, ...ARGS] = process.argv.slice(1);
 const { startMcp, McpSession } = await import(CHECK);
 const urls = JSON.parse(ARGS[0]);
 const mcp = startMcp({ timeoutMs: 20000 });

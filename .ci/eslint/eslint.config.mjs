@@ -1,0 +1,17 @@
+// The JS gate: ESLint's recommended rules for every .mjs/.js file, which all run on node
+// as ES modules. An empty catch is how the probe says "this attempt may fail"; an unused
+// name is allowed only as the rest of an object taken apart, or when it starts with "_".
+import js from "@eslint/js";
+import globals from "globals";
+
+export default [
+  js.configs.recommended,
+  {
+    files: ["**/*.mjs", "**/*.js"],
+    languageOptions: { ecmaVersion: 2024, sourceType: "module", globals: { ...globals.node } },
+    rules: {
+      "no-empty": ["error", { allowEmptyCatch: true }],
+      "no-unused-vars": ["error", { ignoreRestSiblings: true, varsIgnorePattern: "^_", argsIgnorePattern: "^_" }],
+    },
+  },
+];

@@ -164,6 +164,7 @@ def test_without_the_jail_the_same_tools_read_another_jobs_workspace(docker_clie
 def test_two_jobs_side_by_side_read_neither_the_others_work_nor_its_transcript(docker_client, box_image, box, marks):
     spaces = [jobs.workspace() for _ in range(2)]
     mine = [f"imdt-job{i}-{uuid.uuid4().hex}" for i in range(2)]
+    prompts = [f"imdt-prompt-{uuid.uuid4().hex}" for _ in range(2)]
 
     def steps(i: int) -> list:
         other = spaces[1 - i]
@@ -174,16 +175,21 @@ def test_two_jobs_side_by_side_read_neither_the_others_work_nor_its_transcript(d
             [jobs.bash(f"cat {other}/notes.txt")],
             [jobs.tool("Grep", pattern="imdt-job", path=transcripts, output_mode="content")],
             [jobs.bash(f"grep -rs imdt-job {transcripts} /proc/*/cwd/ | head")],
+            [jobs.bash(LOOK_FOR_PROMPTS)],
             [jobs.bash("cat notes.txt")],
         ]
 
     with ThreadPoolExecutor(2) as pool:
-        runs = list(pool.map(lambda i: jobs.play(docker_client, box_image, box, steps(i), cwd=spaces[i]), range(2)))
+        runs = list(
+            pool.map(
+                lambda i: jobs.play(docker_client, box_image, box, steps(i), cwd=spaces[i], prompt=prompts[i]), range(2)
+            )
+        )
     for i, run in enumerate(runs):
         assert run.code == 0, str(run)
-        assert mine[i] in run.result(5)["text"], str(run)
+        assert mine[i] in run.result(6)["text"], str(run)
         for r in run.results[:-1]:
-            assert mine[1 - i] not in r["text"], (i, r)
+            assert mine[1 - i] not in r["text"] and prompts[1 - i] not in r["text"], (i, r)
     # The control: each transcript is there for the worker, and names its job's mark.
     for i in range(2):
         code, out = as_imd(box, f"cat {HOME}/.claude/projects/{jobs.project(spaces[i])}/*.jsonl")
@@ -323,3 +329,17 @@ def test_a_codex_jobs_commands_read_nothing_of_the_home_but_the_codex_login(box,
 def test_without_the_jail_codexs_commands_read_another_jobs_workspace(box, marks):
     out = codex_sandbox(box, jailed=False)
     assert marks["other job"] in out and marks["device key"] in out, out
+
+
+# A job's commands read every process's command line in the box (no PID namespace can be
+# had there): the jail hands Claude Code its prompt on stdin, on no command line.
+LOOK_FOR_PROMPTS = "cat /proc/[0-9]*/cmdline | tr '\\0' ' ' | grep -o 'imdt-prompt-[0-9a-f]*' | sort -u"
+
+
+@pytest.mark.parametrize("jailed", [True, False], ids=["jailed", "twin-unjailed"])
+def test_a_jobs_prompt_is_on_no_command_line(docker_client, box_image, box, marks, jailed):
+    prompt = f"imdt-prompt-{uuid.uuid4().hex}"
+    run = jobs.play(docker_client, box_image, box, [[jobs.bash(LOOK_FOR_PROMPTS)]], prompt=prompt, jailed=jailed)
+    assert run.code == 0 and prompt in run.prompt, str(run)  # it reached the model
+    # The breaking twin: the plain `claude -p <prompt>` shows it to every process.
+    assert (prompt in run.result(0)["text"]) is not jailed, str(run)

@@ -103,6 +103,7 @@ class Run:
     code: int
     out: str  # Claude Code's stream-json (and stderr)
     results: list[dict]  # each tool's result as the model got it, in order
+    prompt: Optional[str] = None  # what the model got as the job's prompt
 
     def result(self, step: int, index: int = 0) -> dict:
         """The result of the `index`th tool call of the script's `step`th turn."""
@@ -176,15 +177,22 @@ def play(
         }
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         unjail = "" if jailed else "unset IDENTITYMD_CLAUDE_BIN; "
+        # The prompt reaches the CLI's command line only, as the worker passes it: this run's
+        # own processes (timeout, the shell) hold a file's name, in the box's /tmp, not the prompt.
+        prompt_file = f"/tmp/imdt-prompt-{uuid.uuid4().hex}"
+        code, out = boxes.run(
+            box, [*AS_IMD, "/bin/bash", "-c", f"printf %s {shlex.quote(prompt)} > {prompt_file}"], user="root"
+        )
+        assert code == 0, out
+        args = shlex.join(argv("PROMPT", profile, len(steps) + 2, browser)).replace(
+            "PROMPT", f'"$(cat {prompt_file}; rm -f {prompt_file})"', 1
+        )
         script = (
             f"mkdir -p {shlex.quote(cwd)} && cd {shlex.quote(cwd)} && {unjail}export {exports} && "
-            f'exec "${{IDENTITYMD_CLAUDE_BIN:-claude}}" {shlex.join(argv(prompt, profile, len(steps) + 2, browser))} '
-            "</dev/null 2>&1"
+            f'exec "${{IDENTITYMD_CLAUDE_BIN:-claude}}" {args} </dev/null 2>&1'
         )
         code, out = boxes.run(box, [*AS_IMD, "/bin/bash", "-c", script], user="root", timeout=timeout)
-        results = [
-            json.loads(line[len("result ") :])
-            for line in container.logs().decode(errors="replace").splitlines()
-            if line.startswith("result ")
-        ]
-    return Run(code, out, results)
+        lines = container.logs().decode(errors="replace").splitlines()
+        results = [json.loads(line[len("result ") :]) for line in lines if line.startswith("result ")]
+        prompts = [json.loads(line[len("prompt ") :]) for line in lines if line.startswith("prompt ")]
+    return Run(code, out, results, prompts[0] if prompts else None)

@@ -18,6 +18,7 @@
 //
 // What the test reads, on stdout, one line each:
 //   listening: model <port>
+//   prompt <json>   the text of the first user message Claude Code sent (the job's prompt)
 //   result <json>   a tool's result: {"step", "tool", "input", "is_error", "text", "images"}
 import http from "node:http";
 
@@ -32,10 +33,21 @@ script.steps.forEach((blocks, step) =>
 function turnFor(body) {
   if (!Array.isArray(body.tools) || body.tools.length === 0) return [{ text: lastText(body.messages) || "ok" }];
   const step = body.messages.filter((m) => m.role === "assistant").length;
+  if (step === 0 && !promptSeen) {
+    promptSeen = true;
+    console.log(`prompt ${JSON.stringify(firstText(body.messages))}`);
+  }
   report(body.messages);
   return step < script.steps.length
     ? script.steps[step].map((b, i) => (b.tool ? { ...b, id: toolId(step, i) } : b))
     : [{ text: "done" }];
+}
+
+let promptSeen = false;
+function firstText(messages) {
+  const first = messages.find((m) => m.role === "user") || {};
+  const parts = typeof first.content === "string" ? [{ type: "text", text: first.content }] : first.content || [];
+  return parts.filter((p) => p.type === "text").map((p) => p.text).join("\n");
 }
 
 function lastText(messages) {

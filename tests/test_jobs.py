@@ -343,3 +343,23 @@ def test_a_jobs_prompt_is_on_no_command_line(docker_client, box_image, box, mark
     assert run.code == 0 and prompt in run.prompt, str(run)  # it reached the model
     # The breaking twin: the plain `claude -p <prompt>` shows it to every process.
     assert (prompt in run.result(0)["text"]) is not jailed, str(run)
+
+
+COUNTER_SOL = "// SPDX-License-Identifier: MIT\npragma solidity ^0.8.20;\ncontract Counter{uint256 public number;function increment()public{number++;}}\n"
+
+
+def test_a_contract_job_runs_forge_in_its_workspace(docker_client, box_image, box, marks):
+    # As far as the test world allows: no compiler can be downloaded here, so forge formats
+    # and reads the project, writing in the workspace and its own state in the jail's home.
+    steps = [
+        [jobs.tool("Write", file_path="foundry.toml", content='[profile.default]\nsrc = "src"\nout = "out"\n')],
+        [jobs.tool("Write", file_path="src/Counter.sol", content=COUNTER_SOL)],
+        [jobs.bash("forge fmt && cat src/Counter.sol")],
+        [jobs.bash("forge config --json")],
+    ]
+    run = jobs.play(docker_client, box_image, box, steps)
+    assert run.code == 0 and run.final["subtype"] == "success", str(run)
+    assert "contract Counter {" in run.result(2)["text"] and "function increment() public {" in run.result(2)["text"], (
+        str(run)
+    )
+    assert '"src":"src"' in run.result(3)["text"].replace(" ", ""), str(run)

@@ -370,15 +370,14 @@ def status(json_output: bool = False) -> int:
     else:
         container.reload()
         state = _box_state(container)
-    running = container is not None and container.attrs["State"].get("Running")
+    restarts = container.attrs.get("RestartCount", 0) if container is not None else 0
     if json_output:
-        counts = refused.read(lambda argv: engine.exec_as_root(container, argv)) if running else None
-        restarts = container.attrs.get("RestartCount", 0) if container is not None else 0
+        running = container is not None and container.attrs["State"].get("Running")
+        counts = refused.read(container) if running else None
         ui.write(json.dumps({"box": names.CONTAINER, "state": state, "restarts": restarts, "refused": counts}) + "\n")
         return 0
     ui.say(f"box:       {names.CONTAINER}: {state}", style="bold")
     ui.say(f"engine:    {engine.endpoint_of(client).describe()}")
-    restarts = container.attrs.get("RestartCount", 0) if container is not None else 0
     if container is not None:
         st = container.attrs["State"]
         ui.say(f"since:     {_when(st.get('StartedAt') if st.get('Running') else st.get('FinishedAt'))}")
@@ -425,7 +424,7 @@ def status(json_output: bool = False) -> int:
 def _refused_line(container) -> str:
     """What each wall refused since the box started, from the firewall's own counters."""
     try:
-        counts = refused.read(lambda argv: engine.exec_as_root(container, argv))
+        counts = refused.read(container)
     except BoxError as exc:
         return str(exc)
     return ", ".join(f"{wall} {n}" for wall, n in counts.items()) + " (attempts since the box started)"

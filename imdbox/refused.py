@@ -11,8 +11,8 @@ is an error, never a guess.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
+from . import engine
 from .errors import BoxError
 from .layout import IP6TABLES, IPTABLES
 
@@ -90,11 +90,11 @@ def count(v4: str, v6: str) -> dict[str, int]:
     return counts
 
 
-def read(exec_as_root: Callable[[list[str]], tuple[int, str]]) -> dict[str, int]:
-    """The counts in a running box; `exec_as_root(argv)` runs argv there as root."""
+def read(container) -> dict[str, int]:
+    """The counts in a running box."""
     listings = []
     for argv in (READ_V4, READ_V6):
-        code, out = exec_as_root(argv)
+        code, out = engine.exec_as_root(container, argv)
         if code != 0:
             raise BoxError(f"the firewall's counters could not be read ({argv[0]} exit {code})")
         listings.append(out)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from imdbox import engine, refused
+from imdbox import refused
 from imdbox.engine import AS_IMD
 from tests.harness import boxes
 
@@ -25,18 +25,14 @@ ATTEMPTS = {
 }
 
 
-def counts(box) -> dict[str, int]:
-    return refused.read(lambda argv: engine.exec_as_root(box, argv))
-
-
 def test_each_wall_counts_the_attempts_it_refused(docker_client, box_image, topology, test_volume):
     box = boxes.start_walled(docker_client, box_image, topology, volume=test_volume)
     try:
-        before = counts(box)
+        before = refused.read(box)
         for wall, command in ATTEMPTS.items():
             code, out = boxes.run(box, [*AS_IMD, "/bin/sh", "-c", command], user="root")
             assert code != 0 or wall == "multicast/broadcast", (wall, out)  # refused
-            after = counts(box)
+            after = refused.read(box)
             assert after[wall] >= before[wall] + 1, (wall, before, after, out)
             before = after
     finally:
@@ -46,7 +42,7 @@ def test_each_wall_counts_the_attempts_it_refused(docker_client, box_image, topo
 def test_a_box_that_tries_nothing_counts_nothing(docker_client, box_image, topology, test_volume):
     box = boxes.start_walled(docker_client, box_image, topology, volume=test_volume)
     try:
-        assert counts(box) == dict.fromkeys(refused.WALLS, 0)
+        assert refused.read(box) == dict.fromkeys(refused.WALLS, 0)
     finally:
         box.remove(force=True)
 

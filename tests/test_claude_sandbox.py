@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import json
 import shlex
-import uuid
 
 import pytest
 
 from imdbox.check.runner import CLAUDE_SETTINGS, TOOLS
-from imdbox.engine import AS_IMD
 from imdbox.layout import SANDBOX_BWRAP
 from imdbox.names import REPO_ROOT
 from tests.harness import boxes
-from tests.harness.jobs import HOME, SECRETS
+from tests.harness.boxes import as_imd
+from tests.harness.jobs import HOME, SECRETS, mark, seed
 
 # In a parallel run (-n) one worker runs this module's tests: its installs and boxes are module fixtures.
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group("claude_sandbox")]
@@ -68,17 +67,11 @@ def box(docker_client, box_image, topology):
 @pytest.fixture(scope="module")
 def marks(box) -> dict[str, str]:
     """As imd: each of SECRETS and the job's own file, each with a mark of its own."""
-    marks = {label: f"imdt-{label.replace(' ', '-')}-{uuid.uuid4().hex}" for label in [*SECRETS, "work"]}
-    files = {**{SECRETS[k]: marks[k] for k in SECRETS}, WORK_FILE: marks["work"]}
-    seed = " && ".join(f"mkdir -p {shlex.quote(f.rsplit('/', 1)[0])} && echo {m} > {f}" for f, m in files.items())
-    code, out = as_imd(box, f"{seed} && mkdir -p {JAIL_DIR}")
+    marks = {label: mark(label) for label in [*SECRETS, "work"]}
+    seed(box, {**{SECRETS[k]: marks[k] for k in SECRETS}, WORK_FILE: marks["work"]})
+    code, out = as_imd(box, f"mkdir -p {JAIL_DIR}")
     assert code == 0, out
     return marks
-
-
-def as_imd(container, script: str, timeout: int = 60) -> tuple[int, str]:
-    """A shell command with the worker's own powers (the drop `box shell` uses)."""
-    return boxes.run(container, [*AS_IMD, "/bin/bash", "-c", script], user="root", timeout=timeout)
 
 
 def derive(container, name: str, *drop: str) -> str:

@@ -19,10 +19,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from imdbox.browser import TOOLS as BROWSER_TOOLS
-from imdbox.engine import AS_IMD
 from imdbox.layout import CLAUDE_JAIL, CODEX_JAIL
 from tests.harness import agents as agents_mod
 from tests.harness import boxes, jobs
+from tests.harness.boxes import as_imd
 from tests.harness.jobs import HOME, SECRETS, WORK_ROOT
 from tests.test_agent_clis import managed_with
 from tests.test_check import patched_image
@@ -32,11 +32,6 @@ pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agen
 # The test world cannot reach claude.ai, where WebFetch asks whether a domain may be
 # fetched: the owner's own settings (the launcher binds them read-only) skip that ask.
 OWNER_SETTINGS = f"{HOME}/.claude/settings.json"
-REFUSED = ("denied", "Permission", "No such file", "does not exist", "not allowed", "blocked", "EACCES", "ENOENT")
-
-
-def as_imd(container, script: str, timeout: int = 60) -> tuple[int, str]:
-    return boxes.run(container, [*AS_IMD, "/bin/bash", "-c", script], user="root", timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -52,17 +47,14 @@ def box(docker_client, box_image, topology, agents):
 def marks(box) -> dict[str, str]:
     """Each secret, seeded as imd with a mark of its own; removed again with the module, as
     the installed CLIs' volume serves other tests."""
-    marks = {label: f"imdt-{label.replace(' ', '-')}-{uuid.uuid4().hex}" for label in SECRETS}
+    marks = {label: jobs.mark(label) for label in SECRETS}
     # Claude Code reads its state and login as JSON: those two hold the mark as a value.
     as_json = {"claude state", "login"}
-    seed = [
-        f"mkdir -p {shlex.quote(path.rsplit('/', 1)[0])} && printf %s {shlex.quote(body)} > {shlex.quote(path)}"
+    files = {
+        path: json.dumps({"imdtMark": marks[label]}) if label in as_json else marks[label]
         for label, path in SECRETS.items()
-        for body in [json.dumps({"imdtMark": marks[label]}) if label in as_json else marks[label]]
-    ]
-    seed.append(f"printf %s {shlex.quote(json.dumps({'skipWebFetchPreflight': True}))} > {OWNER_SETTINGS}")
-    code, out = as_imd(box, " && ".join(seed))
-    assert code == 0, out
+    }
+    jobs.seed(box, {**files, OWNER_SETTINGS: json.dumps({"skipWebFetchPreflight": True})})
     yield marks
     seeded = [*SECRETS.values(), OWNER_SETTINGS, f"{HOME}/.identitymd", f"{HOME}/.claude/projects"]
     as_imd(box, f"rm -rf {shlex.join(seeded)}")
@@ -350,7 +342,7 @@ COUNTER_SOL = "// SPDX-License-Identifier: MIT\npragma solidity ^0.8.20;\ncontra
 
 def test_a_contract_job_runs_forge_in_its_workspace(docker_client, box_image, box, marks):
     # As far as the test world allows: no compiler can be downloaded here, so forge formats
-    # and reads the project, writing in the workspace and its own state in the jail's home.
+    # and reads the project, writing in the workspace.
     steps = [
         [jobs.tool("Write", file_path="foundry.toml", content='[profile.default]\nsrc = "src"\nout = "out"\n')],
         [jobs.tool("Write", file_path="src/Counter.sol", content=COUNTER_SOL)],

@@ -175,6 +175,11 @@ def run(container, cmd: Sequence[str], user: str = "imd", timeout: int = 20) -> 
     return result.exit_code, (result.output or b"").decode(errors="replace")
 
 
+def as_imd(container, script: str, timeout: int = 60) -> tuple[int, str]:
+    """A shell script with the worker's own powers (the drop `box shell` uses)."""
+    return run(container, [*engine.AS_IMD, "/bin/bash", "-c", script], user="root", timeout=timeout)
+
+
 def classify_curl(code: int, out: str) -> Probe:
     found = re.search(r"imd-test-listener:[\w.-]+", out)
     if code == 0 and found:

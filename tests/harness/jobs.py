@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from imdbox.engine import AS_IMD
 from imdbox.layout import BROWSER_DIR
 from tests.harness import boxes
 from tests.harness.topology import NO_HEALTHCHECK
@@ -66,6 +65,21 @@ PROFILES = {
 BROWSER_MCP = f"{BROWSER_DIR}/playwright-mcp"
 MODEL_JS = Path(__file__).with_name("model.mjs").read_text()
 STAND_IN_KEY = "imdt-stand-in-key"
+
+
+def mark(label: str) -> str:
+    """A text of its own for a seeded file, which no tool result may hold."""
+    return f"imdt-{label.replace(' ', '-')}-{uuid.uuid4().hex}"
+
+
+def seed(container, files: dict[str, str]) -> None:
+    """Each file (path -> its text) written as imd, its folder made first."""
+    script = " && ".join(
+        f"mkdir -p {shlex.quote(path.rsplit('/', 1)[0])} && printf %s {shlex.quote(text)} > {shlex.quote(path)}"
+        for path, text in files.items()
+    )
+    code, out = boxes.as_imd(container, script)
+    assert code == 0, out
 
 
 def workspace(job: Optional[str] = None, node: Optional[str] = None) -> str:
@@ -180,19 +194,17 @@ def play(
         # The prompt reaches the CLI's command line only, as the worker passes it: this run's
         # own processes (timeout, the shell) hold a file's name, in the box's /tmp, not the prompt.
         prompt_file = f"/tmp/imdt-prompt-{uuid.uuid4().hex}"
-        code, out = boxes.run(
-            box, [*AS_IMD, "/bin/bash", "-c", f"printf %s {shlex.quote(prompt)} > {prompt_file}"], user="root"
-        )
-        assert code == 0, out
-        args = shlex.join(argv("PROMPT", profile, len(steps) + 2, browser)).replace(
-            "PROMPT", f'"$(cat {prompt_file}; rm -f {prompt_file})"', 1
-        )
+        seed(box, {prompt_file: prompt})
+        flag, _, *rest = argv(prompt, profile, len(steps) + 2, browser)
         script = (
             f"mkdir -p {shlex.quote(cwd)} && cd {shlex.quote(cwd)} && {unjail}export {exports} && "
-            f'exec "${{IDENTITYMD_CLAUDE_BIN:-claude}}" {args} </dev/null 2>&1'
+            f'exec "${{IDENTITYMD_CLAUDE_BIN:-claude}}" {flag} "$(cat {prompt_file}; rm -f {prompt_file})" '
+            f"{shlex.join(rest)} </dev/null 2>&1"
         )
-        code, out = boxes.run(box, [*AS_IMD, "/bin/bash", "-c", script], user="root", timeout=timeout)
-        lines = container.logs().decode(errors="replace").splitlines()
-        results = [json.loads(line[len("result ") :]) for line in lines if line.startswith("result ")]
-        prompts = [json.loads(line[len("prompt ") :]) for line in lines if line.startswith("prompt ")]
-    return Run(code, out, results, prompts[0] if prompts else None)
+        code, out = boxes.as_imd(box, script, timeout=timeout)
+        said = {"result": [], "prompt": []}  # the model's lines (tests/harness/model.mjs)
+        for line in container.logs().decode(errors="replace").splitlines():
+            kind, _, data = line.partition(" ")
+            if kind in said:
+                said[kind].append(json.loads(data))
+    return Run(code, out, said["result"], (said["prompt"] or [None])[0])

@@ -44,17 +44,15 @@ function turnFor(body) {
 }
 
 let promptSeen = false;
-function firstText(messages) {
-  const first = messages.find((m) => m.role === "user") || {};
-  const parts = typeof first.content === "string" ? [{ type: "text", text: first.content }] : first.content || [];
-  return parts.filter((p) => p.type === "text").map((p) => p.text).join("\n");
-}
-
-function lastText(messages) {
-  const last = messages.at(-1) || {};
-  const parts = typeof last.content === "string" ? [{ type: "text", text: last.content }] : last.content || [];
-  return parts.filter((p) => p.type === "text").map((p) => p.text).join("\n").slice(0, 20000);
-}
+// A message's or a tool result's content: a string, or a list of blocks.
+const partsOf = (content) => (typeof content === "string" ? [{ type: "text", text: content }] : content || []);
+const textOf = (content) =>
+  partsOf(content)
+    .filter((p) => p.type === "text")
+    .map((p) => p.text)
+    .join("\n");
+const firstText = (messages) => textOf((messages.find((m) => m.role === "user") || {}).content);
+const lastText = (messages) => textOf((messages.at(-1) || {}).content).slice(0, 20000);
 
 const reported = new Set();
 function report(messages) {
@@ -63,9 +61,8 @@ function report(messages) {
     for (const block of m.content) {
       if (block.type !== "tool_result" || reported.has(block.tool_use_id)) continue;
       reported.add(block.tool_use_id);
-      const parts = typeof block.content === "string" ? [{ type: "text", text: block.content }] : block.content || [];
-      const text = parts.filter((p) => p.type === "text").map((p) => p.text).join("\n");
-      const images = parts.filter((p) => p.type === "image").length;
+      const text = textOf(block.content);
+      const images = partsOf(block.content).filter((p) => p.type === "image").length;
       const call = played.get(block.tool_use_id) || { step: -1, tool: "?", input: null };
       console.log(`result ${JSON.stringify({ ...call, is_error: block.is_error === true, text, images })}`);
     }

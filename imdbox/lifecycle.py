@@ -372,8 +372,7 @@ def status(json_output: bool = False) -> int:
         state = _box_state(container)
     restarts = container.attrs.get("RestartCount", 0) if container is not None else 0
     if json_output:
-        running = container is not None and container.attrs["State"].get("Running")
-        counts = refused.read(container) if running else None
+        counts = refused.read(container) if engine.is_up(container) else None
         ui.write(json.dumps({"box": names.CONTAINER, "state": state, "restarts": restarts, "refused": counts}) + "\n")
         return 0
     ui.say(f"box:       {names.CONTAINER}: {state}", style="bold")
@@ -386,7 +385,8 @@ def status(json_output: bool = False) -> int:
         ui.say(f"restarts:  {restarts}{last}")
         if st.get("Running"):
             ui.say(f"health:    {engine.health(container)}")
-            ui.say(f"refused:   {_refused_line(container)}")
+            if engine.is_up(container):  # a box Docker is restarting takes no exec
+                ui.say(f"refused:   {_refused_line(container)}")
     if img is None:
         ui.say(f"image:     {names.IMAGE}: missing (run {_pull_or_build()})")
     else:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+import docker.errors
+
 from . import engine
 from .errors import BoxError
 from .layout import IP6TABLES, IPTABLES
@@ -94,7 +96,12 @@ def read(container) -> dict[str, int]:
     """The counts in a running box."""
     listings = []
     for argv in (READ_V4, READ_V6):
-        code, out = engine.exec_as_root(container, argv)
+        try:
+            code, out = engine.exec_as_root(container, argv)
+        except docker.errors.APIError as exc:  # it stopped, or Docker began restarting it, meanwhile
+            raise BoxError(
+                f"the firewall's counters could not be read (the engine: {exc.explanation or exc})"
+            ) from None
         if code != 0:
             raise BoxError(f"the firewall's counters could not be read ({argv[0]} exit {code})")
         listings.append(out)

@@ -4,10 +4,12 @@ nothing (the control: all 0). Every probe aims at a listener of the harness's ow
 
 from __future__ import annotations
 
+import docker.errors
 import pytest
 
 from imdbox import refused
 from imdbox.engine import AS_IMD
+from imdbox.errors import BoxError
 from tests.harness import boxes
 
 pytestmark = pytest.mark.usefixtures("box_image")
@@ -87,3 +89,15 @@ def test_the_listing_is_read_rule_by_rule():
 def test_a_rule_box_did_not_write_is_an_error_not_a_guess(line):
     with pytest.raises(ValueError):
         refused.count(V4 + line + "\n", V6)
+
+
+class _Restarting:
+    """A box Docker began restarting between `box status` looking and reading: no exec."""
+
+    def exec_run(self, *args, **kwargs):
+        raise docker.errors.APIError("409 Conflict", explanation="Container 1234 is restarting")
+
+
+def test_a_box_that_takes_no_exec_is_one_line_not_a_crash():
+    with pytest.raises(BoxError, match=r"counters could not be read \(the engine: Container 1234 is restarting\)"):
+        refused.read(_Restarting())

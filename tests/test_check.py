@@ -225,9 +225,11 @@ HEALTHY_EVIDENCE = {
         " another job's workspace or the rest of the home",
         "nor through /proc/<pid>/root",
         "in a job's jail (/usr/local/lib/imd-box/worker/jail)",
-        "Claude's own tools read none of them but the login",
-        "both read the job's own workspace",
+        "Claude's own tools and its browser read none of them but the login",
+        "all three read the job's own workspace",
         "the worker can",
+        "a preview server one command started is reached by the next command and by the browser",
+        "a command gets http://198.51.100.10/ (200)",
     ],
     "jailed_root": [
         "unshare -U -r: list, list v6, add a chain, flush: refused",
@@ -401,8 +403,8 @@ OPENED = {
     ),
     "14_internet_cut": (
         f"iptables -I OUTPUT 1 -d 198.51.100.10/32 {REJECT}",
-        {"internet"},
-        {"internet": ["failed"]},
+        {"internet", "read_jail"},  # a job's commands reach the internet no longer
+        {"internet": ["failed"], "read_jail": ["a sandboxed command cannot reach http://198.51.100.10/"]},
         (),
     ),
 }
@@ -485,7 +487,22 @@ def test_16_without_the_jobs_jail_claudes_own_tools_read_the_home(check, has_bro
     detail = report.by_id("read_jail").detail
     assert f"the job's jail ({layout.JAIL}) READ " in detail, detail
     assert "another job's workspace" in detail and "the rest of the home" in detail, detail
+    # The browser Claude Code starts runs in the jail too: without it, Chromium reads the home.
+    assert "the browser in the job's jail READ " in detail, detail
     assert "the Claude login" not in detail, detail  # the jail holds it for Claude Code
+
+
+def test_16_a_sandbox_that_cuts_each_command_off_the_network(check, has_browser):
+    # Debian's bwrap as the sandbox's bwrapPath (worker/bwrap keeps --unshare-net): each command
+    # in a network of its own, as srt makes it. A preview server is out of reach of the next
+    # command and of the browser, and a command reaches nothing, not even the internet.
+    stock = b'#!/bin/bash\nexec /usr/bin/bwrap "$@"\n'
+    report = check(patch={layout.SANDBOX_BWRAP: (stock, 0o755)})
+    expect_failed(report, {"read_jail"}, has_browser)
+    detail = report.by_id("read_jail").detail
+    assert "is out of reach of the next command" in detail and "is out of reach of the browser" in detail, detail
+    assert "a sandboxed command cannot reach http://198.51.100.10/" in detail, detail
+    assert "READ" not in detail, detail
 
 
 def test_16_the_managed_settings_allow_running_unsandboxed(check, has_browser):
@@ -528,7 +545,9 @@ def test_16_17_no_user_namespaces(check, has_browser):
     failed = set(report.failed()) - {"browser"}  # not asked (Chromium's sandbox needs user namespaces too)
     assert failed == {"read_jail", "jailed_root"}, show(report)
     detail = report.by_id("read_jail").detail
-    assert "srt in the job's jail did not start" in detail and "No permissions to create a new namespace" in detail
+    assert "srt in the job's jail did not start" in detail and "No permissions to create a new namespace" in detail, (
+        detail
+    )
     assert "could not become root in a user namespace" in report.by_id("jailed_root").detail
 
 
@@ -688,7 +707,7 @@ def test_a_hanging_tool_is_fail_not_a_hang(check, has_browser, docker_client, bo
         assert "timed out" in report.by_id(wall).detail, show(report)
     # The tool's own limit ends the line, and names the tool: the hung sleep (the jail's
     # bwrap) holds the pipes, and a line that waited for them would end at the probe's limit.
-    assert report.by_id("read_jail").detail == "srt in the job's jail timed out", show(report)
+    assert report.by_id("read_jail").detail.startswith("srt in the job's jail timed out"), show(report)
     # The line's own clean-up ran: every later check on this volume would fail line 16 (EEXIST).
     assert canaries_in(docker_client, box_image, home_volume) == [], "canaries left in the volume"
 

@@ -13,7 +13,7 @@
 //  - Nothing planted in the volume answers for the image: every tool runs by its
 //    path in the image (cfg.tools), and children get a PATH of image directories.
 import { spawn } from "node:child_process";
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import dgram from "node:dgram";
 import dns from "node:dns";
 import fs from "node:fs";
@@ -616,6 +616,96 @@ function claudeSandboxSettings() {
 // before it exits, or every later check would find them there (EEXIST: nothing proved).
 const MADE = [];
 
+// A job's preview server and its clients, for line 16: files in the job's workspace, run
+// by the image's node in the job's jail. The server answers every request with a token, to
+// any origin (the browser's page is a file); the client prints what the server and the
+// internet URL gave it.
+const PREVIEW_TOKEN = randomBytes(8).toString("hex");
+const PREVIEW_SERVER = `const http = require("node:http");
+const s = http.createServer((q, r) => {
+  r.writeHead(200, { "content-type": "text/plain", "access-control-allow-origin": "*" });
+  r.end(process.argv[1]);
+});
+s.listen(0, "127.0.0.1", () => console.log("IMD-PREVIEW " + s.address().port));
+setTimeout(() => process.exit(0), ${TOOL_MS});
+`;
+const NET_CLIENT = `const get = async (what, url) => {
+  try {
+    const r = await fetch(url, { signal: AbortSignal.timeout(${CONNECT_MS * 2}), redirect: "manual" });
+    const text = await r.text();
+    return "IMD-NET " + what + " " + (what === "preview" ? text.trim() : r.status);
+  } catch (e) {
+    return "IMD-NET " + what + " " + ((e.cause && (e.cause.code || e.cause.message)) || e.name);
+  }
+};
+Promise.all([get("preview", process.argv[1]), get("internet", process.argv[2])]).then((l) => console.log(l.join("\\n")));
+`;
+
+/** A page for the browser: it reads each file by file:// and the preview by http://, and
+ * shows one line per read, a file's bytes in base64 (only a digest of them is kept). */
+function browserPage(files, previewUrl) {
+  return `<!doctype html><title>imd-box check</title><pre id="o"></pre><script>
+const out = [];
+for (const f of ${JSON.stringify(files)}) {
+  const x = new XMLHttpRequest();
+  try {
+    x.open("GET", "file://" + f, false);
+    x.overrideMimeType("text/plain; charset=x-user-defined");
+    x.send();
+    let bytes = "";
+    for (let i = 0; i < x.responseText.length; i++) bytes += String.fromCharCode(x.responseText.charCodeAt(i) & 255);
+    out.push("IMD-JAIL " + f + " " + btoa(bytes));
+  } catch {
+    out.push("IMD-JAIL " + f + " denied");
+  }
+}
+try {
+  const x = new XMLHttpRequest();
+  x.open("GET", ${JSON.stringify(previewUrl)}, false);
+  x.send();
+  out.push("IMD-NET preview " + (x.status === 200 ? x.responseText.trim() : "HTTP " + x.status));
+} catch (e) {
+  out.push("IMD-NET preview " + e.name);
+}
+document.getElementById("o").textContent = "\\n" + out.join("\\n") + "\\n";
+</script>
+`;
+}
+
+const digestOfBase64 = (b64) => createHash("sha256").update(Buffer.from(b64, "base64")).digest("hex");
+
+/** A server that runs until stopped: {url, stop} once it prints its port, else {why, stop}. */
+function startPreview(cmd, args, { cwd, env }) {
+  return new Promise((resolve) => {
+    let out = "";
+    let err = "";
+    const child = spawn(cmd, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const exited = new Promise((r) => child.once("close", r));
+    const stop = async () => {
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {}
+      await exited;
+    };
+    const give = (r) => {
+      clearTimeout(timer);
+      resolve(r);
+    };
+    const timer = setTimeout(() => {
+      give({ why: "srt in the job's jail timed out starting a preview server", stop });
+      stop();
+    }, TOOL_MS);
+    child.on("error", (e) => give({ why: `srt in the job's jail could not run: ${e.code || e}` }));
+    child.stderr.on("data", (d) => (err += d));
+    child.stdout.on("data", (d) => {
+      out += d;
+      const m = /IMD-PREVIEW (\d+)/.exec(out);
+      if (m) give({ url: `http://127.0.0.1:${m[1]}/`, stop });
+    });
+    child.on("close", (code) => give({ why: `srt in the job's jail did not start a preview server (exit ${code}): ${short(err || out, 160)}`, stop }));
+  });
+}
+
 async function readJail() {
   const claude = claudeSandboxSettings();
   if (claude.why) return { ok: false, detail: claude.why };
@@ -626,7 +716,7 @@ async function readJail() {
     cleanup(MADE);
     return { ok: false, detail: `cannot set up the test in ${HOME} (${e.code || e}): nothing proved` };
   }
-  let scratch;
+  let scratch, preview;
   try {
     // Control: the worker itself reads each file, so the jail's refusal means something.
     const digest = {};
@@ -639,13 +729,16 @@ async function readJail() {
       }
     }
     // The jail a Claude Code job runs in (worker/jail: the worker starts Claude Code through
-    // it), seen twice from the job's workspace: by a Bash command, in Claude's sandbox (its
-    // library, srt, with the sandbox settings of the managed file: srt takes the same keys
-    // and ignores Claude's own; no network, as nothing here needs one), and by Claude's own
-    // tools, which run in the jail outside that sandbox (a shell there). srt's settings are a
-    // file in the workspace, the one folder of the home the jail holds.
-    for (const name of ["jail", "srt", "sh"]) if (!fs.existsSync(tool(name))) return { ok: false, detail: `${name} is missing from the box` };
+    // it), seen three ways from the job's workspace: by a job's commands, in Claude's sandbox
+    // (its library, srt, with the sandbox settings of the managed file: srt takes the same
+    // keys and ignores Claude's own); by Claude's own tools, which run in the jail outside
+    // that sandbox (a shell there); and by the browser Claude starts there (Chromium). srt's
+    // settings and the browser's page are files in the workspace, the one folder of the home
+    // the jail holds.
+    for (const name of ["jail", "srt", "sh", "chromium"]) if (!fs.existsSync(tool(name))) return { ok: false, detail: `${name} is missing from the box` };
     const sb = claude.sandbox;
+    // srt refuses Claude's `*` in its own settings: an empty domain list gives the command the
+    // network namespace and proxy that worker/bwrap (the bwrapPath) drops, as for Claude's.
     const srtSettings = {
       ...sb,
       network: { allowedDomains: [], deniedDomains: [] },
@@ -654,26 +747,49 @@ async function readJail() {
     scratch = fs.mkdtempSync(path.join(workspace, ".imd-box-check-"));
     const settings = path.join(scratch, "srt-settings.json");
     fs.writeFileSync(settings, JSON.stringify(srtSettings));
+    const inJail = (args) => [tool("jail"), ["claude", "--program", ...args], { cwd: workspace, env: { ...process.env, HOME } }];
+    const sandboxed = (...args) => inJail([process.execPath, tool("srt"), "--settings", settings, "--", ...args]);
     // Each file is read, and through /proc/<pid>/root of this (outside) process; only a
     // digest leaves the jail, never the content.
     const viaProc = secrets.map(([, f]) => `/proc/${process.pid}/root${f}`);
     const asked = [...secrets.map(([, f]) => f), ...viaProc, work];
-    const script = `for f in "$@"; do d=$(${tool("sha256sum")} -- "$f" 2>/dev/null) && echo "IMD-JAIL $f \${d%% *}" || echo "IMD-JAIL $f denied"; done`;
-    // A shell in the jail, behind `prefix` (srt) or none.
-    const inJail = (...prefix) =>
-      run(tool("jail"), ["claude", "--program", ...prefix, tool("sh"), "-c", script, "jail", ...asked], {
-        cwd: workspace,
-        env: { ...process.env, HOME },
-      });
-    const seenBy = (label, r) => {
+    const reads = `for f in "$@"; do d=$(${tool("sha256sum")} -- "$f" 2>/dev/null) && echo "IMD-JAIL $f \${d%% *}" || echo "IMD-JAIL $f denied"; done`;
+    // A job's work needs the network: a preview server one command starts, reached by the
+    // next command (which also fetches the internet URL) and by the browser.
+    const bad = [];
+    const [started, toolsRun] = await Promise.all([
+      startPreview(...sandboxed(process.execPath, "-e", PREVIEW_SERVER, PREVIEW_TOKEN)),
+      run(...inJail([tool("sh"), "-c", reads, "jail", ...asked])),
+    ]);
+    preview = started;
+    let sandboxRun, browserRun;
+    if (preview.why) bad.push(preview.why);
+    else {
+      const page = path.join(scratch, "page.html");
+      fs.writeFileSync(page, browserPage(asked, preview.url));
+      const next = `p=$1 i=$2 c=$3; shift 3; ${reads}; exec ${process.execPath} -e "$c" "$p" "$i"`;
+      [sandboxRun, browserRun] = await Promise.all([
+        run(...sandboxed(tool("sh"), "-c", next, "jail", preview.url, cfg.internet_url, NET_CLIENT, ...asked)),
+        // The page may read files (a flag no job's browser has): what the jail holds is all it
+        // can reach, so the jail, not Playwright's file:// guardrail, is what is proved.
+        run(...inJail([tool("chromium"), "--allow-file-access-from-files", "--dump-dom", `file://${page}`])),
+      ]);
+    }
+    const seenBy = (label, r, decode = (d) => d) => {
       const why = unusable(label, r);
       if (why) return { why };
-      const seen = {}; // path -> the digest seen, or "denied"
-      for (const line of r.out.split("\n").filter((l) => l.startsWith("IMD-JAIL "))) {
-        const at = line.lastIndexOf(" ");
-        seen[line.slice(9, at)] = line.slice(at + 1);
+      const seen = {}; // path -> the digest seen, or "denied"; "net:<what>" -> how it went
+      for (const line of r.out.split("\n")) {
+        if (line.startsWith("IMD-NET ")) {
+          const [, what, ...how] = line.split(" ");
+          seen[`net:${what}`] = how.join(" ");
+        } else if (line.startsWith("IMD-JAIL ")) {
+          const at = line.lastIndexOf(" ");
+          const how = line.slice(at + 1);
+          seen[line.slice(9, at)] = how === "denied" ? how : decode(how);
+        }
       }
-      if (r.code !== 0 || Object.keys(seen).length !== asked.length)
+      if (r.code !== 0 || asked.some((f) => !(f in seen)))
         return { why: `${label} did not start (exit ${r.code}): ${short(r.err || r.out, 160)}` };
       return { seen };
     };
@@ -686,29 +802,48 @@ async function readJail() {
       });
       return read;
     };
-    const sandbox = await seenBy("srt in the job's jail", await inJail(process.execPath, tool("srt"), "--settings", settings, "--"));
-    if (sandbox.why) return { ok: false, detail: sandbox.why };
-    const read = readBy(sandbox.seen);
-    if (read.length) return { ok: false, detail: `the sandbox READ ${read.join(", ")} (rules from ${claude.file})` };
-    if (sandbox.seen[work] !== digest[work])
-      return { ok: false, detail: `the sandbox cannot read the job's own workspace either (${work}): not a jail a job can work in` };
-    // Claude Code's own tools: the jail holds the Claude login for Claude Code (its permission
-    // rules keep the tools from it); nothing else of the home may be there.
-    const tools = await seenBy("the job's jail", await inJail());
-    if (tools.why) return { ok: false, detail: tools.why };
-    const toolsRead = readBy(tools.seen, (label) => label.startsWith("the Claude login"));
-    if (toolsRead.length) return { ok: false, detail: `the job's jail (${tool("jail")}) READ ${toolsRead.join(", ")}` };
-    if (tools.seen[work] !== digest[work])
-      return { ok: false, detail: `the job's jail hides the job's own workspace (${work}): not a jail a job can work in` };
+    // The jail holds the Claude login for Claude Code (its permission rules keep its tools
+    // from it); nothing else of the home may be there.
+    const login = (label) => label.startsWith("the Claude login");
+    const views = [
+      ["srt in the job's jail", sandboxRun, "the sandbox", () => false],
+      ["the job's jail", toolsRun, `the job's jail (${tool("jail")})`, login],
+      ["the browser in the job's jail", browserRun, "the browser in the job's jail", login],
+    ];
+    const seen = {};
+    for (const [label, r, who, skip] of views) {
+      if (!r) continue; // not run: no preview server to work with
+      const v = seenBy(label, r, label.startsWith("the browser") ? digestOfBase64 : undefined);
+      if (v.why) {
+        bad.push(v.why);
+        continue;
+      }
+      seen[label] = v.seen;
+      const read = readBy(v.seen, skip);
+      if (read.length) bad.push(`${who} READ ${read.join(", ")}${who === "the sandbox" ? ` (rules from ${claude.file})` : ""}`);
+      if (v.seen[work] !== digest[work])
+        bad.push(`${who} cannot read the job's own workspace either (${work}): not a jail a job can work in`);
+    }
+    const preview_ = `the preview server a sandboxed command started (${preview.url})`;
+    for (const [label, by] of [["srt in the job's jail", "the next command"], ["the browser in the job's jail", "the browser"]]) {
+      const got = (seen[label] || {})["net:preview"];
+      if (label in seen && got !== PREVIEW_TOKEN) bad.push(`${preview_} is out of reach of ${by} (${short(got || "no answer", 60)})`);
+    }
+    const net = (seen["srt in the job's jail"] || {})["net:internet"];
+    if ("srt in the job's jail" in seen && !/^\d+$/.test(net)) bad.push(`a sandboxed command cannot reach ${cfg.internet_url} (${short(net || "no answer", 60)})`);
+    if (bad.length) return { ok: false, detail: bad.join("; ") };
     const labels = secrets.map(([l]) => l);
     return {
       ok: true,
       detail:
         `in a job's jail (${tool("jail")}), Claude's sandbox (srt, rules from ${claude.file}) cannot read ` +
         `${labels.slice(0, -1).join(", ")} or ${labels.at(-1)} — nor through /proc/<pid>/root — and Claude's own tools ` +
-        `read none of them but the login; both read the job's own workspace; the worker can`,
+        `and its browser read none of them but the login; all three read the job's own workspace; the worker can; ` +
+        `a preview server one command started is reached by the next command and by the browser; a command gets ` +
+        `${cfg.internet_url} (${net})`,
     };
   } finally {
+    if (preview && preview.stop) await preview.stop();
     if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
     cleanup(MADE);
   }

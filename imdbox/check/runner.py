@@ -54,8 +54,10 @@ TOOLS = {
     # Claude Code's sandbox library, a node script run by the image's node; its own
     # tools (bwrap, socat, rg) come from the managed settings (line 16 uses their rules).
     "srt": SANDBOX_RUNTIME,
-    # A job's jail (worker/jail): line 16 runs srt, and a shell as Claude's own tools, in it.
+    # A job's jail (worker/jail): line 16 runs srt, a shell as Claude's own tools, and the browser in it.
     "jail": JAIL,
+    # The browser's engine, which line 16 starts in a job's jail.
+    "chromium": browser.HEADLESS_SHELL,
 }
 
 

@@ -30,7 +30,7 @@ WALLS: list[Wall] = [
     Wall(13, "dns", "DNS: the box's resolver only"),
     Wall(14, "internet", "the internet: reachable"),
     Wall(15, "browser", "the browser: works behind the walls"),
-    Wall(16, "read_jail", "read jail: a job's jail and Claude's sandbox keep the home"),
+    Wall(16, "read_jail", "read jail: a job's jail keeps the home, and the job still works"),
     Wall(17, "jailed_root", "jailed root vs the firewall"),
     Wall(18, "resources", "resource caps: CPUs, memory, pids"),
     Wall(19, "secrets", "the worker's secrets are private"),

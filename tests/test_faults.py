@@ -285,6 +285,9 @@ def _dockerd() -> tuple[int, list[str], dict[str, str], str]:
         try:
             if (entry / "comm").read_text().strip() != "dockerd":
                 continue
+        except OSError:
+            continue  # a process that ended since the listing
+        try:
             argv = (entry / "cmdline").read_bytes().rstrip(b"\0").split(b"\0")
             environ = (entry / "environ").read_bytes().rstrip(b"\0").split(b"\0")
             cwd = os.readlink(entry / "cwd")

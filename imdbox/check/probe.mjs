@@ -143,7 +143,11 @@ function tcp(host, port = PORT, ms = CONNECT_MS) {
     };
     // A late timer must not beat an answer already waiting: libuv runs due timers before it
     // polls for I/O, so on a starved event loop the verdict waits for one poll (setImmediate).
-    const timer = setTimeout(() => setImmediate(() => done("timeout", `no answer in ${ms} ms`)), ms);
+    // Node sends the SYN on the next tick, and the time starts with it (after it in that queue).
+    let timer;
+    process.nextTick(() => {
+      if (!settled) timer = setTimeout(() => setImmediate(() => done("timeout", `no answer in ${ms} ms`)), ms);
+    });
     sock.once("connect", () => done("reached", "connected"));
     sock.once("error", (e) => {
       if (REFUSALS.has(e.code)) done("refused", e.code);
@@ -341,21 +345,30 @@ async function firewall() {
   return { ok: j.ok, detail: `as imd: ${j.detail}` };
 }
 
-/** A name's IPv4 addresses through the system resolver, bounded (no upstream DNS can mean a long hang). */
-async function addressesOf(name, ms = 2000) {
+/** What `promise` gives within `ms`, else `late()`. An answer already waiting when the time
+ * is up still counts: on a starved event loop libuv runs the due timer before it polls for
+ * the answer (a resolver's socket, the thread pool's lookup), so the verdict waits one poll. */
+async function within(promise, ms, late) {
   let timer;
   try {
-    const found = await Promise.race([
-      dns.promises.lookup(name, { all: true, family: 4 }),
+    return await Promise.race([
+      promise,
       new Promise((resolve) => {
-        timer = setTimeout(() => resolve([]), ms);
+        timer = setTimeout(() => setImmediate(() => resolve(late())), ms);
       }),
     ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A name's IPv4 addresses through the system resolver, bounded (no upstream DNS can mean a long hang). */
+async function addressesOf(name, ms = CONNECT_MS) {
+  try {
+    const found = await within(dns.promises.lookup(name, { all: true, family: 4 }), ms, () => []);
     return found.map((a) => a.address);
   } catch {
     return [];
-  } finally {
-    clearTimeout(timer);
   }
 }
 
@@ -451,13 +464,14 @@ async function ipv6() {
 }
 
 async function dnsWall() {
-  let resolved;
-  try {
-    const resolver = new dns.promises.Resolver({ timeout: 2000, tries: 1 });
-    resolved = await resolver.resolve4(cfg.dns_name);
-  } catch (e) {
-    resolved = e;
-  }
+  // The bound is ours (within), not c-ares's own timer, which would end the query on a
+  // starved loop before the answer waiting in its socket was read: c-ares gets longer.
+  const resolver = new dns.promises.Resolver({ timeout: CONNECT_MS * 2, tries: 1 });
+  const query = resolver.resolve4(cfg.dns_name).catch((e) => e);
+  const resolved = await within(query, CONNECT_MS, () => {
+    resolver.cancel();
+    return Object.assign(new Error(`no answer in ${CONNECT_MS} ms`), { code: "ETIMEOUT" });
+  });
   const probes = [];
   for (const server of cfg.targets.dns_servers) {
     probes.push([`udp ${server}:53`, udp(server, 53, { payload: dnsQuery(), wait: 500 })]);

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from . import names
+from .errors import BuildError
 from .throwaway import interruptible
 
 # What the Dockerfile COPYs; nothing else is sent to the engine.
@@ -30,10 +31,6 @@ BASE_LABEL = f"{names.LABEL}.base-image"
 APT_LABEL = f"{names.LABEL}.apt-refresh"
 
 _PEM = re.compile(r"-----BEGIN CERTIFICATE-----\s.*?-----END CERTIFICATE-----", re.S)
-
-
-class BuildError(Exception):
-    """The image did not build; the message says why and what to do."""
 
 
 def split_certificates(text: str) -> list[str]:

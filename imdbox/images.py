@@ -64,16 +64,13 @@ def build(
     current = engine.image(client, required=False)
     labels = (current.labels or {}) if current else {}
     base_image = base_image or labels.get(build_mod.BASE_LABEL) or names.DEFAULT_BASE_IMAGE
-    try:
-        if ca_file:
-            certs = build_mod.read_ca_file(ca_file)
-        else:
-            files = engine.image_files(client, current.id, CA_DIR) if current else {}
-            certs = [files[n].decode() for n in sorted(files) if n.endswith(".crt")]
-            if certs:
-                ui.say(f"with the {len(certs)} extra CA certificate(s) the current image was built with")
-    except build_mod.BuildError as exc:
-        raise BoxError(str(exc)) from None
+    if ca_file:
+        certs = build_mod.read_ca_file(ca_file)
+    else:
+        files = engine.image_files(client, current.id, CA_DIR) if current else {}
+        certs = [files[n].decode() for n in sorted(files) if n.endswith(".crt")]
+        if certs:
+            ui.say(f"with the {len(certs)} extra CA certificate(s) the current image was built with")
     # A first build fetches today's packages too, and says so in its label.
     last_refresh = labels.get(build_mod.APT_LABEL, "")
     apt_refresh = build_mod.apt_refresh_stamp() if refresh_apt or not last_refresh else last_refresh
@@ -99,8 +96,6 @@ def build(
             no_cache=no_cache,
             on_line=on_line,
         )
-    except build_mod.BuildError as exc:
-        raise BoxError(str(exc)) from None
     except docker.errors.APIError as exc:
         raise BoxError(f"the image build failed: {exc.explanation or exc}") from None
     ui.ok(f"built {names.IMAGE} ({image_id.split(':')[-1][:12]})")

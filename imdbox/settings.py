@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from . import names
-from .errors import BoxError
+from .errors import BoxError, SettingsError
 
 PATH = f"{names.HOME}/.imd-box/settings.env"
 # The runtimes box knows how to install a CLI for (worker/install.sh has the packages;
@@ -27,10 +27,6 @@ DEFAULT_CONCURRENCY = 2
 KEYS = ("RUNTIMES", "CONCURRENCY")
 _RUNTIMES_VALUE = re.compile(r"[a-z]+(,[a-z]+)*")
 _CONCURRENCY_VALUE = re.compile(r"[1-4]")
-
-
-class SettingsError(Exception):
-    """settings.env is not what box writes; str() is the one line for the user."""
 
 
 @dataclass(frozen=True)
@@ -105,10 +101,7 @@ def read(client) -> Settings:
     """The saved settings, read from the volume; a damaged file is a BoxError."""
     from . import engine
 
-    try:
-        return parse(engine.read_volume_file(client, PATH))
-    except SettingsError as exc:
-        raise BoxError(str(exc)) from None
+    return parse(engine.read_volume_file(client, PATH))
 
 
 def read_or_defaults(client) -> Settings:

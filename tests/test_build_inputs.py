@@ -8,7 +8,7 @@ import tarfile
 
 import pytest
 
-from imdbox import build, names
+from imdbox import build, errors, names
 
 ROOT = names.REPO_ROOT
 CERT = "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU{n}\n-----END CERTIFICATE-----\n"
@@ -22,9 +22,9 @@ def test_split_certificates_keeps_each_one():
 def test_a_file_without_certificates_is_refused_clearly(tmp_path):
     bad = tmp_path / "not-a-cert.pem"
     bad.write_text("hello")
-    with pytest.raises(build.BuildError, match="no PEM certificate"):
+    with pytest.raises(errors.BuildError, match="no PEM certificate"):
         build.read_ca_file(bad)
-    with pytest.raises(build.BuildError, match="cannot read"):
+    with pytest.raises(errors.BuildError, match="cannot read"):
         build.read_ca_file(tmp_path / "missing.pem")
 
 

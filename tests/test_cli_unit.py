@@ -14,7 +14,7 @@ import zipfile
 
 import pytest
 
-from imdbox import engine, lifecycle, names, settings, worker
+from imdbox import engine, errors, lifecycle, names, settings, worker
 from imdbox.errors import BoxError
 from tests import fake_worker
 from tests.harness.cli import cli_env, run_box
@@ -128,7 +128,7 @@ def test_parsers():
         settings.parse_runtimes(" , ")
     assert settings.parse(b"RUNTIMES=claude,grok\nCONCURRENCY=3\n") == settings.Settings(("claude", "grok"), 3, True)
     assert settings.parse(None) == settings.Settings()  # no file yet: the defaults
-    with pytest.raises(settings.SettingsError, match="bad CONCURRENCY '9'"):
+    with pytest.raises(errors.SettingsError, match="bad CONCURRENCY '9'"):
         settings.parse(b"RUNTIMES=claude\nCONCURRENCY=9\n")
     since = lifecycle.parse_since("10m")
     assert since.tzinfo is not None

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from imdbox import names, runflags, settings
+from imdbox import errors, names, runflags, settings
 
 RUN = names.REPO_ROOT / "worker" / "run.sh"
 CASES = json.loads((Path(__file__).parent / "vectors" / "settings.json").read_text())["cases"]
@@ -31,7 +31,7 @@ def test_the_python_parser(case):
         assert (",".join(got.runtimes), got.concurrency) == tuple(case["ok"])
         assert got.saved == (data is not None)
     else:
-        with pytest.raises(settings.SettingsError) as caught:
+        with pytest.raises(errors.SettingsError) as caught:
             settings.parse(data)
         message = str(caught.value)
         assert case["error"] in message and "damaged" in message

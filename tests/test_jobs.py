@@ -12,6 +12,7 @@ same script reads another job's workspace.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -335,6 +336,51 @@ def test_a_jobs_prompt_is_on_no_command_line(docker_client, box_image, box, mark
     assert run.code == 0 and prompt in run.prompt, str(run)  # it reached the model
     # The breaking twin: the plain `claude -p <prompt>` shows it to every process.
     assert (prompt in run.result(0)["text"]) is not jailed, str(run)
+
+
+# Codex's model stand-in: it records each request's body and fails it (Codex gives the turn up
+# after its retries), enough to see the prompt arrive. On the box's loopback, as Codex's
+# provider for the run (its `-c` settings, before the prompt that stays last).
+CODEX_RECORDER = (
+    'require("http").createServer((q, r) => { q.pipe(require("fs").createWriteStream(process.argv[1], { flags: "a" }));'
+    ' q.on("end", () => { r.writeHead(500); r.end(); }); }).listen(47811, "127.0.0.1");'
+)
+CODEX_PROVIDER = [
+    "-c", "model_provider=imdt",
+    "-c", 'model_providers.imdt={name="imdt",base_url="http://127.0.0.1:47811/v1",env_key="OPENAI_API_KEY",wire_api="responses"}',
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("jailed", [True, False], ids=["jailed", "twin-unjailed"])
+def test_a_codex_jobs_prompt_is_on_no_command_line(box, jailed):
+    # The prompt is made in the box, so no command line of the test's own holds it; every
+    # command line is read for 2 s from the first request Codex makes (it then retries the
+    # failed turn for some 20 s: the test ends it).
+    space = jobs.workspace()
+    argv = jobs.codex_argv(space, "PROMPT")
+    argv = [argv[0], *CODEX_PROVIDER, *argv[1:-1]]
+    codex = '"$IDENTITYMD_CODEX_BIN"' if jailed else "codex"
+    script = f"""
+p=imdt-prompt-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \\n'); printf %s "$p" > /tmp/imdt-codex-prompt
+: > /tmp/imdt-codex-requests; node -e {shlex.quote(CODEX_RECORDER)} /tmp/imdt-codex-requests & rec=$!
+mkdir -p {space} && cd {space}
+OPENAI_API_KEY={jobs.STAND_IN_KEY} {codex} {shlex.join(argv)} "$p" > /tmp/imdt-codex-out 2>&1 & run=$!
+while [ ! -s /tmp/imdt-codex-requests ] && kill -0 $run 2>/dev/null; do sleep 0.05; done
+seen=0
+for _ in $(seq 20); do
+  kill -0 $run 2>/dev/null || break
+  cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -qF -f /tmp/imdt-codex-prompt && seen=1
+  sleep 0.1
+done
+kill $run $rec 2>/dev/null; wait $run
+echo "on-a-command-line=$seen model-got-it=$(grep -cF -f /tmp/imdt-codex-prompt /tmp/imdt-codex-requests)"
+tail -3 /tmp/imdt-codex-out
+"""
+    code, out = as_imd(box, script)
+    assert code == 0, out
+    assert re.search(r"model-got-it=[1-9]", out), out  # it reached the model
+    # The breaking twin: the plain `codex exec ... <prompt>` shows it to every process.
+    assert ("on-a-command-line=1" in out) is not jailed, out
 
 
 COUNTER_SOL = "// SPDX-License-Identifier: MIT\npragma solidity ^0.8.20;\ncontract Counter{uint256 public number;function increment()public{number++;}}\n"

@@ -14,7 +14,11 @@ states it, written down here once:
 - with the tool lists of PROFILES: "connected" for a code task that may use the
   network, "research" for research, "default" otherwise; an installed tool (`imd tools
   add`, the box's browser) is one `mcpServers` entry {"type": "stdio", "command": ...}
-  and its methods are allowed as `mcp__<id>__<method>`.
+  and its methods are allowed as `mcp__<id>__<method>`;
+- for Codex it runs `$IDENTITYMD_CODEX_BIN` (else `codex`) the same way, in the same
+  folders, with stdin unused: `exec --json --sandbox workspace-write|read-only -C
+  <workspace> --skip-git-repo-check --ignore-rules --ignore-user-config` and its `-c`
+  settings, the prompt last, as one argument (dist/cli.js 00bbdf03, CodexRuntime).
 
 The model is tests/harness/model.mjs, in a container of the test's own that shares the
 box's network namespace: Claude Code reaches it on the box's loopback through
@@ -100,6 +104,16 @@ def argv(prompt: str, profile: str, max_turns: int = 20, browser: Sequence[str] 
         "-p", prompt, "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits",
         "--strict-mcp-config", "--max-turns", str(max_turns), "--allowedTools", allowed,
         "--disallowedTools", disallowed, "--mcp-config", json.dumps({"mcpServers": servers}),
+    ]  # fmt: skip
+
+
+def codex_argv(workspace: str, prompt: str, connected: bool = False) -> list[str]:
+    """The worker's arguments for one Codex run of a code task, no tools installed."""
+    return [
+        "exec", "--json", "--sandbox", "workspace-write", "-C", workspace, "--skip-git-repo-check",
+        "--ignore-rules", "--ignore-user-config", "-c", "features.apps=false", "-c", "features.plugins=false",
+        "-c", "mcp_servers={}", "-c", f"sandbox_workspace_write.network_access={str(connected).lower()}",
+        "-c", f'web_search="{"live" if connected else "disabled"}"', prompt,
     ]  # fmt: skip
 
 

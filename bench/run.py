@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.report import GB, MB, Row, layer_step, machine, table  # noqa: E402
+from tests.harness import boxes  # noqa: E402
 from tests.harness import machine as test_machine  # noqa: E402  (the test topology: one per machine, under the tests' lock)
 from tests.harness.cli import cli_env, run_box, start_box  # noqa: E402
 
@@ -275,7 +276,7 @@ class Bench:
                         log(f"check {i + 1}/{self.args.runs}")
                         t0 = time.perf_counter()
                         report = run_check(
-                            self.client,
+                            boxes.engine_of(self.client, image=self.image, volume=volume),
                             image=self.image,
                             volume=volume,
                             networks=topo.network_names,

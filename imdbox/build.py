@@ -63,9 +63,7 @@ def context_tar(root: Path = names.REPO_ROOT, ca_certs: Optional[list[str]] = No
     """The build context as an in-memory tar: the Dockerfile's inputs and the CA files."""
     missing = [f for f in CONTEXT_FILES if not (root / f).exists()]
     if missing:
-        raise BuildError(
-            f"not a box checkout ({root}): missing {', '.join(missing)}. Run `{names.box_command('build')}` from a clone."
-        )
+        raise BuildError(f"not a box checkout ({root}): missing {', '.join(missing)}. Run `box build` from a clone.")
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for name in CONTEXT_FILES:
@@ -101,7 +99,7 @@ def apt_refresh_stamp() -> str:
 def build_image(
     api,
     *,
-    tag: str = names.IMAGE,
+    tag: str = names.DEFAULT_IMAGE,
     base_image: str = names.DEFAULT_BASE_IMAGE,
     ca_certs: Optional[list[str]] = None,
     apt_refresh: str = "",

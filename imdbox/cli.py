@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import typer
 
 from . import names
 from .check.runner import DEFAULT_INTERNET_URL
+from .config import Config
 
 app = typer.Typer(
     name="box",
@@ -23,14 +25,15 @@ app = typer.Typer(
 )
 
 
-def _run(fn, *args, **kwargs):
-    """Run a command; a BoxError becomes one clear line and its exit code, and so does
-    anything else that goes wrong: no traceback, ever."""
+def _run(ctx: typer.Context, fn, **kwargs):
+    """Run a command with the Config made once for it; a BoxError becomes one clear line
+    and its exit code, and so does anything else that goes wrong: no traceback, ever."""
     from . import ui
     from .errors import BoxError
 
+    cfg = ctx.obj
     try:
-        return fn(*args, **kwargs)
+        return fn(cfg, **kwargs)
     except BoxError as exc:
         ui.error(str(exc))
         raise typer.Exit(exc.code) from None
@@ -39,28 +42,29 @@ def _run(fn, *args, **kwargs):
     except (typer.Exit, typer.Abort):
         raise
     except Exception as exc:
-        ui.error(_unexpected(exc))
+        ui.error(_unexpected(cfg, exc))
         raise typer.Exit(1) from None
 
 
-def _unexpected(exc: Exception) -> str:
+def _unexpected(cfg: Config, exc: Exception) -> str:
     import docker.errors
     import requests.exceptions
 
     if isinstance(exc, docker.errors.APIError):
         return (
             f"Docker refused: {exc.explanation or exc}; try again, "
-            f"and `{names.box_command('status')}` says where things stand"
+            f"and `{cfg.command('status')}` says where things stand"
         )
     if isinstance(exc, (requests.exceptions.ConnectionError, docker.errors.DockerException)):
         return "lost Docker half-way (did it stop or restart?): start Docker, then run the command again"
     return f"stopped on an unexpected {type(exc).__name__}: {exc} (please report it)"
 
 
-def _lifecycle():
-    from . import lifecycle
+def _room(name: str):
+    """One of the commands' modules, imported when its command runs (they load docker)."""
+    import importlib
 
-    return lifecycle
+    return importlib.import_module(f"{__package__}.{name}")
 
 
 # The options, each once; the commands below name them.
@@ -92,13 +96,14 @@ GrokKeyFile = Annotated[
 
 @app.callback()
 def _options(
+    ctx: typer.Context,
     seat: Annotated[
         Optional[str],
         typer.Option(
             "--seat",
             metavar="NAME",
             help="Act on this seat: one more worker identity with its own box and volume "
-            f"({names.BASE_CONTAINER}-NAME, {names.BASE_VOLUME}-NAME). Default: the seat without a name.",
+            f"({names.DEFAULT_CONTAINER}-NAME, {names.DEFAULT_VOLUME}-NAME). Default: the seat without a name.",
         ),
     ] = None,
 ) -> None:
@@ -107,39 +112,41 @@ def _options(
 
         ui.error(f"--seat {seat!r}: a seat's name is 1 to 24 of a-z, 0-9, - and _, starting with a letter or digit")
         raise typer.Exit(2)
-    names.use_seat(seat)
+    ctx.obj = Config.from_env(os.environ, seat)
 
 
 @app.command(short_help="Download the published image (per-layer progress).")
 def pull(
+    ctx: typer.Context,
     image: Annotated[
         str, typer.Option("--image", help="The image to pull (a registry reference).")
     ] = names.PUBLISHED_IMAGE,
 ) -> None:
     """Download the published box image, with per-layer progress, and make it the box image."""
 
-    def go():
+    def go(cfg):
         from . import engine, images
 
-        images.pull(engine.connect(), image)
+        images.pull(engine.connect(cfg), image)
 
-    _run(go)
+    _run(ctx, go)
 
 
 @app.command(short_help="Build the image from this checkout (live progress).")
-def build(base_image: BaseImage = None, ca_cert: CaCert = None, no_cache: NoCache = False) -> None:
+def build(ctx: typer.Context, base_image: BaseImage = None, ca_cert: CaCert = None, no_cache: NoCache = False) -> None:
     """Build the box image from this checkout, with live progress."""
 
-    def go():
+    def go(cfg):
         from . import engine, images
 
-        images.build(engine.connect(), base_image=base_image, ca_file=ca_cert, no_cache=no_cache)
+        images.build(engine.connect(cfg), base_image=base_image, ca_file=ca_cert, no_cache=no_cache)
 
-    _run(go)
+    _run(ctx, go)
 
 
 @app.command(short_help="Install the worker and Claude Code into the volume.")
 def setup(
+    ctx: typer.Context,
     runtime: Annotated[
         Optional[str],
         typer.Option("--runtime", help="The runtime: claude or codex (a list only if the worker takes one)."),
@@ -154,7 +161,8 @@ def setup(
 ) -> None:
     """Create the volume, install Claude Code and the worker into it (same walls), then open a shell."""
     _run(
-        _lifecycle().setup,
+        ctx,
+        _room("install").setup,
         runtime=runtime,
         concurrency=concurrency,
         worker_url=worker_url,
@@ -165,6 +173,7 @@ def setup(
 
 @app.command(short_help="Prove every wall from inside a box with the same flags.")
 def check(
+    ctx: typer.Context,
     json_output: Annotated[
         bool, typer.Option("--json", help="Print the results as JSON: a list of {wall, ok, detail}.")
     ] = False,
@@ -190,23 +199,24 @@ def check(
     """
     from .check.command import main
 
-    raise typer.Exit(_run(main, json_output=json_output, svg=svg, url=url, targets_file=targets))
+    raise typer.Exit(_run(ctx, main, json_output=json_output, svg=svg, url=url, targets_file=targets))
 
 
 @app.command(short_help="Run the box in the background (restarts with Docker).")
-def start() -> None:
+def start(ctx: typer.Context) -> None:
     """Run the box in the background; it restarts with Docker until `box stop`."""
-    _run(_lifecycle().start)
+    _run(ctx, _room("service").start)
 
 
 @app.command(short_help="Stop the box gracefully (45 s for the worker).")
-def stop() -> None:
+def stop(ctx: typer.Context) -> None:
     """Stop the box gracefully (the worker gets 45 s to finish cleanly)."""
-    _run(_lifecycle().stop)
+    _run(ctx, _room("service").stop)
 
 
 @app.command(short_help="Follow the worker's log.")
 def logs(
+    ctx: typer.Context,
     since: Annotated[
         Optional[str], typer.Option("--since", help="Only newer lines: 30s, 10m, 2h, 1d or a date.")
     ] = None,
@@ -223,11 +233,12 @@ def logs(
 ) -> None:
     """Follow the worker's log (Ctrl-C stops watching, not the worker). Control sequences in it
     are shown as escapes (\\x1b...), never acted on by your terminal; --raw keeps the bytes."""
-    _run(_lifecycle().logs, since=since, follow=not no_follow, tail=tail, raw=raw)
+    _run(ctx, _room("inspection").logs, since=since, follow=not no_follow, tail=tail, raw=raw)
 
 
 @app.command(short_help="The box's state, then `imd doctor` inside it.")
 def status(
+    ctx: typer.Context,
     json_output: Annotated[
         bool,
         typer.Option(
@@ -239,28 +250,30 @@ def status(
 ) -> None:
     """The box's state, the attempts each wall refused since it started, then `imd doctor`
     inside it (its exit code is box's)."""
-    code = _run(_lifecycle().status, json_output=json_output)
+    code = _run(ctx, _room("inspection").status, json_output=json_output)
     raise typer.Exit(code or 0)
 
 
 @app.command(short_help="Rebuild or re-pull; recreate the box, keep the volume.")
-def update(base_image: BaseImage = None, ca_cert: CaCert = None, no_cache: NoCache = False) -> None:
+def update(ctx: typer.Context, base_image: BaseImage = None, ca_cert: CaCert = None, no_cache: NoCache = False) -> None:
     """Rebuild (or re-pull) the image, recreate the box keeping the volume, refresh the agent CLIs.
     --base-image, --ca-cert and --no-cache are for a rebuild."""
-    _run(_lifecycle().update, base_image=base_image, ca_file=ca_cert, no_cache=no_cache)
+    _run(ctx, _room("service").update, base_image=base_image, ca_file=ca_cert, no_cache=no_cache)
 
 
 @app.command(context_settings={"allow_interspersed_args": False}, short_help="A shell in the box as `imd`.")
 def shell(
+    ctx: typer.Context,
     command: Annotated[Optional[list[str]], typer.Argument(help="A command to run instead of a login shell.")] = None,
 ) -> None:
     """A shell in the box as `imd` (the running box, or a one-off with the same walls)."""
-    code = _run(_lifecycle().shell, command=command or [], tty=sys.stdin.isatty() and sys.stdout.isatty())
+    code = _run(ctx, _room("shell").shell, command=command or [], tty=sys.stdin.isatty() and sys.stdout.isatty())
     raise typer.Exit(code or 0)
 
 
 @app.command(short_help="Show or change the runtime: claude or codex.")
 def runtime(
+    ctx: typer.Context,
     runtimes: Annotated[
         Optional[str],
         typer.Argument(help="e.g. codex (a list such as claude,grok only if the worker takes one); none shows it."),
@@ -270,34 +283,35 @@ def runtime(
 ) -> None:
     """Show or change the runtime: installs/removes agent CLIs in the volume, restarts the worker.
     The installed worker's own help decides what it can run."""
-    _run(_lifecycle().runtime, names_arg=runtimes, concurrency=concurrency, grok_key_file=grok_key_file)
+    _run(ctx, _room("service").runtime, names_arg=runtimes, concurrency=concurrency, grok_key_file=grok_key_file)
 
 
 @app.command(short_help="Unlink, then remove the box, volume (asks), image.")
 def remove(
+    ctx: typer.Context,
     keep_seat: Annotated[bool, typer.Option("--keep-seat", help="Skip `imd unlink` (the seat stays taken).")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Also delete the volume without asking.")] = False,
     keep_image: Annotated[bool, typer.Option("--keep-image", help="Keep the box image.")] = False,
 ) -> None:
     """Stop, `imd unlink` (frees the seat), remove the container, the volume (asks) and the image."""
 
-    def go():
+    def go(cfg):
         delete_volume = yes
         if not yes and sys.stdin.isatty():
             delete_volume = typer.confirm(
-                f"Also delete the volume {names.VOLUME}? It holds your logins, the worker and its pairing",
+                f"Also delete the volume {cfg.volume}? It holds your logins, the worker and its pairing",
                 default=False,
             )
-        _lifecycle().remove(keep_seat=keep_seat, delete_volume=delete_volume, keep_image=keep_image)
+        _room("service").remove(cfg, keep_seat=keep_seat, delete_volume=delete_volume, keep_image=keep_image)
 
-    _run(go)
+    _run(ctx, go)
 
 
 @app.command(short_help="Every seat on this engine: its box, runtime, restarts, pairing.")
-def seats() -> None:
+def seats(ctx: typer.Context) -> None:
     """Every seat on this engine (`box --seat NAME ...` acts on one): its box, runtime,
     restarts and pairing (`imd status` in a running box)."""
-    _run(_lifecycle().seats)
+    _run(ctx, _room("inspection").seats)
 
 
 @app.command(short_help="Print box's version.")

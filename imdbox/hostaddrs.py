@@ -85,7 +85,7 @@ def local_dockerd(engine_url: str) -> Optional[int]:
         return None
 
 
-def engine_host(client, image: str, engine_url: str) -> list[str]:
+def engine_host(client, image: str, engine_url: str, prefix: str) -> list[str]:
     """The engine's host's addresses: the addresses of the network namespace `--network host`
     gives a container, which is dockerd's own. Read from dockerd's /proc/<pid>/net when it is a
     process here (readable by any user); else listed by a one-off container on the host network
@@ -99,15 +99,16 @@ def engine_host(client, image: str, engine_url: str) -> list[str]:
             pass
     from .throwaway import throwaway
 
-    with throwaway(client, runflags.host_lister_kwargs(image)) as lister:
+    with throwaway(client, runflags.host_lister_kwargs(image), prefix) as lister:
         lister.start()
         lister.wait(timeout=60)
         out = lister.logs(stdout=True, stderr=False)
     return parse_ip_addr(out.decode(errors="replace"))
 
 
-def collect(client, image: str, engine_url: str) -> tuple[str, ...]:
-    """Both sets, once per process (a command makes several boxes)."""
+def collect(client, image: str, engine_url: str, prefix: str) -> tuple[str, ...]:
+    """Both sets, once per process (a command makes several boxes); `prefix` names the
+    lister box, when one is needed."""
     if image not in _cache:
-        _cache[image] = usable([*this_machine(), *engine_host(client, image, engine_url)])
+        _cache[image] = usable([*this_machine(), *engine_host(client, image, engine_url, prefix)])
     return _cache[image]

@@ -9,13 +9,14 @@ import docker.errors
 from docker.utils import parse_repository_tag
 
 from . import build as build_mod
-from . import engine, names, ui
+from . import engine, names, ui, volume
+from .engine import Engine
 from .errors import BoxError
 from .layout import CA_DIR
 from .throwaway import interruptible
 
 
-def pull(client, reference: str) -> None:
+def pull(eng: Engine, reference: str) -> None:
     """Pull `reference` with per-layer progress and tag it as the box image."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 
@@ -28,7 +29,7 @@ def pull(client, reference: str) -> None:
         with Progress(
             TextColumn("{task.description}"), BarColumn(), DownloadColumn(), console=ui.console(), transient=False
         ) as progress:
-            for event in interruptible(client.api.pull(repo, tag=tag, stream=True, decode=True)):
+            for event in interruptible(eng.client.api.pull(repo, tag=tag, stream=True, decode=True)):
                 if "error" in event:
                     raise BoxError(f"could not pull {repo}:{tag}: {event['error'].strip()}")
                 layer = event.get("id")
@@ -49,32 +50,32 @@ def pull(client, reference: str) -> None:
                     progress.update(task, completed=t.total or 1, total=t.total or 1)
     except docker.errors.APIError as exc:
         raise BoxError(f"could not pull {repo}:{tag}: {exc.explanation or exc}") from None
-    image = client.images.get(f"{repo}:{tag}")
-    box_repo, box_tag = parse_repository_tag(names.IMAGE)
+    image = eng.client.images.get(f"{repo}:{tag}")
+    box_repo, box_tag = parse_repository_tag(eng.cfg.image)
     image.tag(box_repo, box_tag or "latest")
-    ui.ok(f"pulled {repo}:{tag} ({image.short_id.split(':')[-1]}) and tagged it {names.IMAGE}")
+    ui.ok(f"pulled {repo}:{tag} ({image.short_id.split(':')[-1]}) and tagged it {eng.cfg.image}")
 
 
 def build(
-    client, base_image: Optional[str], ca_file: Optional[Path], no_cache: bool, refresh_apt: bool = False
+    eng: Engine, base_image: Optional[str], ca_file: Optional[Path], no_cache: bool, refresh_apt: bool = False
 ) -> None:
     """Build the box image. What is not given is taken from the current image (its
     base, its extra CA certificates), so rebuilds keep their cache and their trust;
     `refresh_apt` (box update) rebuilds the Debian package layers with today's packages."""
-    current = engine.image(client, required=False)
+    current = engine.image(eng, required=False)
     labels = (current.labels or {}) if current else {}
     base_image = base_image or labels.get(build_mod.BASE_LABEL) or names.DEFAULT_BASE_IMAGE
     if ca_file:
         certs = build_mod.read_ca_file(ca_file)
     else:
-        files = engine.image_files(client, current.id, CA_DIR) if current else {}
+        files = volume.image_files(eng, current.id, CA_DIR) if current else {}
         certs = [files[n].decode() for n in sorted(files) if n.endswith(".crt")]
         if certs:
             ui.say(f"with the {len(certs)} extra CA certificate(s) the current image was built with")
     # A first build fetches today's packages too, and says so in its label.
     last_refresh = labels.get(build_mod.APT_LABEL, "")
     apt_refresh = build_mod.apt_refresh_stamp() if refresh_apt or not last_refresh else last_refresh
-    ui.step(f"building {names.IMAGE} from {names.REPO_ROOT} (base {base_image})")
+    ui.step(f"building {eng.cfg.image} from {names.REPO_ROOT} (base {base_image})")
     if refresh_apt and apt_refresh != last_refresh:
         ui.say("with the newest Debian trixie packages (the package layers are rebuilt)")
     elif refresh_apt:
@@ -88,8 +89,8 @@ def build(
 
     try:
         image_id = build_mod.build_image(
-            client.api,
-            tag=names.IMAGE,
+            eng.client.api,
+            tag=eng.cfg.image,
             base_image=base_image,
             ca_certs=certs,
             apt_refresh=apt_refresh,
@@ -98,4 +99,4 @@ def build(
         )
     except docker.errors.APIError as exc:
         raise BoxError(f"the image build failed: {exc.explanation or exc}") from None
-    ui.ok(f"built {names.IMAGE} ({image_id.split(':')[-1][:12]})")
+    ui.ok(f"built {eng.cfg.image} ({image_id.split(':')[-1][:12]})")

@@ -108,12 +108,13 @@ class EngineLimits:
 @dataclass(frozen=True)
 class RunFlags:
     limits: EngineLimits
-    image: str = names.IMAGE
+    image: str = names.DEFAULT_IMAGE
     command: Optional[Sequence[str]] = None
     name: Optional[str] = None
     role: str = "worker"  # what the box is for (worker, setup, shell, check, ...): a label, never a wall
     network: str = "bridge"
-    volume: str = field(default_factory=lambda: names.VOLUME)  # the seat's, when the flags are made
+    volume: str = names.DEFAULT_VOLUME  # the seat's (engine.flags names it)
+    box_command: str = "box"  # how the box tells the user to run box for this seat ("box --seat alice")
     environment: dict[str, str] = field(default_factory=dict)
     restart: bool = False  # only the long-running worker restarts with Docker
     interactive: bool = False
@@ -137,7 +138,7 @@ class RunFlags:
     @property
     def env(self) -> dict[str, str]:
         env = dict(self.environment)
-        env[BOX_COMMAND_ENV] = names.seat_command(names.seat_of_volume(self.volume)[1])
+        env[BOX_COMMAND_ENV] = self.box_command
         if self.host_addresses:
             env[HOST_ADDRS_ENV] = " ".join(self.host_addresses)
         return env

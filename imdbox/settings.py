@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from . import names
+from .config import Config
 from .errors import BoxError, SettingsError
 
 PATH = f"{names.HOME}/.imd-box/settings.env"
@@ -40,22 +41,19 @@ class Settings:
         return f"RUNTIMES={','.join(self.runtimes)}\nCONCURRENCY={self.concurrency}\n".encode()
 
 
-def fix() -> str:
-    return f"run `{names.box_command('runtime', 'claude')}` (or `{names.box_command('setup')}`) to write it again"
+def fix(cfg: Config) -> str:
+    return f"run `{cfg.command('runtime', 'claude')}` (or `{cfg.command('setup')}`) to write it again"
 
 
-def where() -> str:
-    return f"{PATH} in the volume {names.VOLUME}"
-
-
-def parse(data: Optional[bytes]) -> Settings:
+def parse(data: Optional[bytes], cfg: Config = Config()) -> Settings:
     """The settings from the file's bytes (None: no file, the defaults). Raises
-    SettingsError, naming the file, the line and the fix, for anything else."""
+    SettingsError, naming the file (in the seat's volume), the line and the fix, for
+    anything else."""
     if data is None:
         return Settings()
 
     def bad(why: str) -> SettingsError:
-        return SettingsError(f"{where()} is damaged ({why}): {fix()}")
+        return SettingsError(f"{PATH} in the volume {cfg.volume} is damaged ({why}): {fix(cfg)}")
 
     try:
         text = data.decode("utf-8")
@@ -97,29 +95,29 @@ def _shown(value: str, limit: int = 24) -> str:
     return repr(shown)
 
 
-def read(client) -> Settings:
-    """The saved settings, read from the volume; a damaged file is a BoxError."""
-    from . import engine
+def read(eng) -> Settings:
+    """The saved settings, read from the seat's volume; a damaged file is a BoxError."""
+    from . import volume
 
-    return parse(engine.read_volume_file(client, PATH))
+    return parse(volume.read_file(eng, PATH), eng.cfg)
 
 
-def read_or_defaults(client) -> Settings:
+def read_or_defaults(eng) -> Settings:
     """For commands that rewrite the file (setup, `box runtime NAME`): a damaged file
     counts as none, and its defaults fill in what the command does not say."""
-    from . import engine, ui
+    from . import ui, volume
 
     try:
-        return parse(engine.read_volume_file(client, PATH))
+        return parse(volume.read_file(eng, PATH), eng.cfg)
     except SettingsError as exc:
-        ui.dim(f"({exc.args[0].removesuffix(': ' + fix())}; box writes it again)")
+        ui.dim(f"({exc.args[0].removesuffix(': ' + fix(eng.cfg))}; box writes it again)")
         return Settings()
 
 
-def parse_runtimes(text: str) -> list[str]:
+def parse_runtimes(text: str, cfg: Config = Config()) -> list[str]:
     wanted = [r.strip().lower() for r in text.split(",") if r.strip()]
     if not wanted:
-        raise BoxError(f"name at least one runtime, e.g. `{names.box_command('runtime', 'claude')}`", code=2)
+        raise BoxError(f"name at least one runtime, e.g. `{cfg.command('runtime', 'claude')}`", code=2)
     unknown = [r for r in wanted if r not in RUNTIMES]
     if unknown:
         raise BoxError(f"unknown runtime {', '.join(unknown)}: choose from {', '.join(RUNTIMES)}", code=2)

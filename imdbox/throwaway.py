@@ -72,13 +72,14 @@ def interruptible(stream: Iterable[T]) -> Iterator[T]:
 
 
 @contextlib.contextmanager
-def throwaway(client, kwargs: dict) -> Iterator:
+def throwaway(client, kwargs: dict, prefix: str) -> Iterator:
     """A container that lives only for this block, whatever ends it (an error, Ctrl-C).
-    It gets a unique name first, so that even a Ctrl-C between the engine creating it
-    and box hearing back finds it again; it is removed with Ctrl-C held back."""
+    It gets a unique name first (`prefix`, the seat's container, then its role), so that
+    even a Ctrl-C between the engine creating it and box hearing back finds it again; it is
+    removed with Ctrl-C held back."""
     kwargs = dict(kwargs)
     role = (kwargs.get("labels") or {}).get(f"{names.LABEL}.role", "oneoff")
-    name = kwargs["name"] = kwargs.get("name") or f"{names.CONTAINER}-{role}-{uuid.uuid4().hex[:8]}"
+    name = kwargs["name"] = kwargs.get("name") or f"{prefix}-{role}-{uuid.uuid4().hex[:8]}"
 
     def remove() -> None:
         try:

@@ -17,7 +17,6 @@ doctor runs a prompt on each runtime first):
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -122,7 +121,7 @@ def config_on_this_machine(env: Mapping[str, str], home: Path) -> Optional[Path]
         return None
 
 
-def pairing_hint(env: Mapping[str, str] = os.environ, home: Optional[Path] = None) -> Optional[str]:
+def pairing_hint(env: Mapping[str, str], home: Optional[Path] = None) -> Optional[str]:
     """One line when a worker on this machine may hold the seat the box's worker uses."""
     config = config_on_this_machine(env, home or Path.home())
     if config is None:

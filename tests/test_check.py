@@ -23,7 +23,8 @@ from typing import Optional
 
 import pytest
 
-from imdbox import engine, layout, names
+from imdbox import layout, names
+from imdbox import volume as volume_mod
 from imdbox.check.report import Report
 from imdbox.check.runner import PROBE_JS, run_check
 from imdbox.check.walls import WALLS
@@ -76,7 +77,7 @@ def check(docker_client, box_image, topology, home_volume):
     def go(volume: Optional[str] = None, patch: Optional[dict] = None, browser: bool = False, **kw) -> Report:
         with patched_image(docker_client, box_image, patch or {}) as image:
             return run_check(
-                docker_client,
+                boxes.engine_of(docker_client, image=image, volume=volume or home_volume),
                 image=image,
                 volume=volume or home_volume,
                 networks=topology.network_names,
@@ -612,7 +613,9 @@ def test_20_foundry_and_srt_not_the_pinned_versions(check, has_browser, docker_c
     fake = b"#!/bin/sh\necho 'forge Version: 0.0.1-imdt'\n"
     # srt's version is its package.json's: the real one with another version (srt still runs).
     srt_package = os.path.dirname(os.path.dirname(layout.SANDBOX_RUNTIME))
-    package = json.loads(engine.image_files(docker_client, box_image, srt_package)["package.json"])
+    package = json.loads(
+        volume_mod.image_files(boxes.engine_of(docker_client, image=box_image), box_image, srt_package)["package.json"]
+    )
     package["version"] = "0.0.2-imdt"
     report = check(
         patch={"/usr/local/bin/forge": fake, f"{srt_package}/package.json": (json.dumps(package).encode(), 0o644)}

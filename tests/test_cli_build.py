@@ -10,9 +10,10 @@ from pathlib import Path
 import docker
 import pytest
 
-from imdbox import build, engine
+from imdbox import build, volume
 from imdbox.layout import CA_DIR
 from tests.fake_worker.fixtures import box_env
+from tests.harness import boxes
 from tests.harness.cli import cli_env, run_box
 from tests.harness.image import BASE_IMAGE, CA_FILE, image_of_an_earlier_day
 
@@ -58,7 +59,7 @@ def _apt_layers(client, ref: str) -> list[str]:
 
 
 def _ca_files(client, ref: str) -> dict[str, bytes]:
-    return engine.image_files(client, ref, CA_DIR)
+    return volume.image_files(boxes.engine_of(client, image=ref), ref, CA_DIR)
 
 
 def test_update_refreshes_debian_packages_and_a_plain_build_stays_warm(docker_client, box_image, topology):

@@ -14,7 +14,9 @@ import zipfile
 
 import pytest
 
-from imdbox import engine, errors, lifecycle, names, settings, worker
+from imdbox import diagnose, engine, errors, inspection, install, names, settings, worker
+from imdbox.config import Config
+from imdbox.endpoint import Endpoint
 from imdbox.errors import BoxError
 from tests import fake_worker
 from tests.harness.cli import cli_env, run_box
@@ -106,20 +108,22 @@ class _Client:
         self.networks = _Nets(driver)
 
 
+def _engine(client, network: str) -> engine.Engine:
+    return engine.Engine(client, Config(network=network), Endpoint("unix:///nowhere", "a test"))
+
+
 @pytest.mark.parametrize("value", ["host", "none", "container:imd-box"])
-def test_network_override_refuses_host_namespaces(monkeypatch, value):
-    monkeypatch.setattr(names, "NETWORK", value)
+def test_network_override_refuses_host_namespaces(value):
     with pytest.raises(BoxError, match="is refused"):
-        engine.network(_Client())
+        engine.network(_engine(_Client(), value))
 
 
-def test_network_override_must_be_an_existing_bridge(monkeypatch):
-    monkeypatch.setattr(names, "NETWORK", "imdt-x")
-    assert engine.network(_Client("bridge")) == "imdt-x"
+def test_network_override_must_be_an_existing_bridge():
+    assert engine.network(_engine(_Client("bridge"), "imdt-x")) == "imdt-x"
     with pytest.raises(BoxError, match="no such Docker network"):
-        engine.network(_Client(None))
+        engine.network(_engine(_Client(None), "imdt-x"))
     with pytest.raises(BoxError, match="must be a bridge"):
-        engine.network(_Client("macvlan"))
+        engine.network(_engine(_Client("macvlan"), "imdt-x"))
 
 
 def test_parsers():
@@ -130,12 +134,12 @@ def test_parsers():
     assert settings.parse(None) == settings.Settings()  # no file yet: the defaults
     with pytest.raises(errors.SettingsError, match="bad CONCURRENCY '9'"):
         settings.parse(b"RUNTIMES=claude\nCONCURRENCY=9\n")
-    since = lifecycle.parse_since("10m")
+    since = inspection.parse_since("10m")
     assert since.tzinfo is not None
     with pytest.raises(BoxError):
-        lifecycle.parse_since("soon")
+        inspection.parse_since("soon")
     logs = "imd-box firewall: walls up\nimd-box: bad CONCURRENCY in x; the worker was not started\n[FATAL tini] y"
-    assert engine.last_error(logs).startswith("imd-box: bad CONCURRENCY")
+    assert diagnose.last_error(logs).startswith("imd-box: bad CONCURRENCY")
 
 
 def test_last_error_names_what_the_worker_said_whichever_stream_came_first():
@@ -147,23 +151,29 @@ def test_last_error_names_what_the_worker_said_whichever_stream_came_first():
     info = "2026-12-01T09:29:24.778Z runtimes: claude 0.0.1-fake (using claude, as asked)"
     end = "imd-box: the worker exited with code 1"
     said = f"{end} (the worker said: {error})"
-    assert engine.last_error(f"{start}{info}\n{error}\n{end}\n") == said
-    assert engine.last_error(f"{start}{error}\n{info}\n{end}\n") == said
-    assert engine.last_error(f"{start}{info}\n{end}\n") == end
-    assert engine.last_error(f"{start}{error}\n{end}\n{start}{info}\n{end}\n") == end  # a restart: its own only
+    assert diagnose.last_error(f"{start}{info}\n{error}\n{end}\n") == said
+    assert diagnose.last_error(f"{start}{error}\n{info}\n{end}\n") == said
+    assert diagnose.last_error(f"{start}{info}\n{end}\n") == end
+    assert diagnose.last_error(f"{start}{error}\n{end}\n{start}{info}\n{end}\n") == end  # a restart: its own only
 
 
 def test_env_overrides_names():
-    code = "from imdbox import names; print(names.IMAGE, names.CONTAINER, names.VOLUME, names.NETWORK)"
-    env = {
-        **os.environ,
-        "IMD_BOX_IMAGE": "a:1",
-        "IMD_BOX_CONTAINER": "b",
-        "IMD_BOX_VOLUME": "c",
-        "IMD_BOX_NETWORK": "d",
-    }
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=str(ROOT)).stdout
-    assert out.split() == ["a:1", "b", "c", "d"]
+    env = {"IMD_BOX_IMAGE": "a:1", "IMD_BOX_CONTAINER": "b", "IMD_BOX_VOLUME": "c", "IMD_BOX_NETWORK": "d"}
+    cfg = Config.from_env(env, seat="x")
+    assert (cfg.image, cfg.container, cfg.volume, cfg.network) == ("a:1", "b-x", "c-x", "d")
+    assert Config.from_env({}) == Config()  # unset: the defaults
+
+
+def test_nothing_reads_the_environment_on_import():
+    """The CLI makes the one Config from the environment; no module of imdbox/ reads it when
+    imported (a test or a second seat would otherwise see the first one's names)."""
+    readers = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for p in sorted((ROOT / "imdbox").rglob("*.py"))
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if not line.startswith((" ", "\t", "#")) and ("os.environ" in line or "getenv" in line)
+    ]
+    assert readers == []
 
 
 def test_wheel_ships_seccomp_and_the_box_command(tmp_path):
@@ -257,12 +267,12 @@ def test_the_stand_ins_help_reads_the_same(tmp_path):
 
 
 def test_the_grok_key_is_typed_hidden_or_read_from_a_file(monkeypatch, tmp_path):
-    monkeypatch.setattr(lifecycle, "_grok_signed_in", lambda client: False)
-    assert lifecycle.grok_key(None, ["claude"], None) is None  # grok not wanted: nothing asked
-    assert lifecycle.grok_key(None, ["grok"], "xai-given") == "xai-given"
-    monkeypatch.setattr(lifecycle.ui, "is_tty", lambda: False)
+    monkeypatch.setattr(install, "_grok_signed_in", lambda client: False)
+    assert install.grok_key(None, ["claude"], None) is None  # grok not wanted: nothing asked
+    assert install.grok_key(None, ["grok"], "xai-given") == "xai-given"
+    monkeypatch.setattr(install.ui, "is_tty", lambda: False)
     with pytest.raises(BoxError, match="pass --grok-key-file FILE"):
-        lifecycle.grok_key(None, ["claude", "grok"], None)
+        install.grok_key(None, ["claude", "grok"], None)
     asked = {}
 
     def prompt(text, **kwargs):
@@ -271,18 +281,28 @@ def test_the_grok_key_is_typed_hidden_or_read_from_a_file(monkeypatch, tmp_path)
 
     import typer
 
-    monkeypatch.setattr(lifecycle.ui, "is_tty", lambda: True)
+    monkeypatch.setattr(install.ui, "is_tty", lambda: True)
     monkeypatch.setattr(typer, "prompt", prompt)
-    assert lifecycle.grok_key(None, ["grok"], None) == "xai-typed"
+    assert install.grok_key(None, ["grok"], None) == "xai-typed"
     assert asked["hide_input"] is True
-    monkeypatch.setattr(lifecycle, "_grok_signed_in", lambda client: True)
-    assert lifecycle.grok_key(None, ["grok"], None) is None  # signed in already
+    monkeypatch.setattr(install, "_grok_signed_in", lambda client: True)
+    assert install.grok_key(None, ["grok"], None) is None  # signed in already
     key_file = tmp_path / "key"
     key_file.write_text("xai-from-file\n")
-    assert lifecycle.read_key_file(key_file) == "xai-from-file"
+    assert install.read_key_file(key_file) == "xai-from-file"
     for bad in ("", "two words", "line\nline"):
         key_file.write_text(bad)
         with pytest.raises(BoxError, match="must hold the xAI API key alone"):
-            lifecycle.read_key_file(key_file)
+            install.read_key_file(key_file)
     with pytest.raises(BoxError, match="cannot read the key file"):
-        lifecycle.read_key_file(tmp_path / "missing")
+        install.read_key_file(tmp_path / "missing")
+
+
+def test_no_module_of_the_package_is_over_350_lines():
+    """A room that grows past this holds more than one concern: split it by concern."""
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in sorted((ROOT / "imdbox").rglob("*.py"))
+        if (n := len(p.read_text().splitlines())) > 350
+    }
+    assert long == {}

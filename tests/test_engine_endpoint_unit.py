@@ -5,6 +5,7 @@ The real engine through tcp:// and a context is in test_remote_engine.py."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -13,7 +14,8 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from imdbox import cli, engine, names
+from imdbox import cli, names
+from imdbox.endpoint import endpoint
 from imdbox.errors import BoxError
 
 
@@ -49,7 +51,7 @@ def closed_port() -> int:
 
 
 def test_the_local_socket_by_default(docker_config):
-    ep = engine.endpoint()
+    ep = endpoint(os.environ)
     assert (ep.host, ep.source, ep.context) == ("unix:///var/run/docker.sock", "the local socket", None)
     assert ep.cli("/usr/bin/docker") == ["/usr/bin/docker"]
 
@@ -59,7 +61,7 @@ def test_docker_host_wins_over_any_context(docker_config, monkeypatch):
     (docker_config / "config.json").write_text(json.dumps({"currentContext": "vps"}))
     monkeypatch.setenv("DOCKER_CONTEXT", "vps")
     monkeypatch.setenv("DOCKER_HOST", "ssh://root@127.0.0.1")
-    ep = engine.endpoint()
+    ep = endpoint(os.environ)
     assert (ep.host, ep.source, ep.context) == ("ssh://root@127.0.0.1", "DOCKER_HOST", None)
     assert ep.cli("docker") == ["docker"]  # the CLI reads DOCKER_HOST itself
 
@@ -71,7 +73,7 @@ def test_a_context_is_the_engine_for_the_sdk_and_the_cli(docker_config, monkeypa
         monkeypatch.setenv("DOCKER_CONTEXT", "vps")
     else:
         (docker_config / "config.json").write_text(json.dumps({"currentContext": "vps"}))
-    ep = engine.endpoint()
+    ep = endpoint(os.environ)
     assert (ep.host, ep.source, ep.context) == ("tcp://127.0.0.1:2", "context vps", "vps")
     assert ep.cli("docker") == ["docker", "--context", "vps"]
 
@@ -79,7 +81,7 @@ def test_a_context_is_the_engine_for_the_sdk_and_the_cli(docker_config, monkeypa
 def test_a_context_that_is_not_there_is_one_line(docker_config, monkeypatch):
     monkeypatch.setenv("DOCKER_CONTEXT", "gone")
     with pytest.raises(BoxError, match=r"^the docker context gone does not exist here: `docker context ls`"):
-        engine.endpoint()
+        endpoint(os.environ)
 
 
 @pytest.mark.parametrize("via", ["DOCKER_HOST", "context"])
@@ -139,7 +141,7 @@ def test_a_box_command_never_loads_paramiko_and_it_still_loads_when_read():
     """imdbox/__init__.py: paramiko waits until something reads from it (box never does;
     the ssh:// engine itself is in test_remote_engine.py)."""
     probe = (
-        "import sys, imdbox.cli, imdbox.lifecycle, docker\n"
+        "import sys, imdbox.cli, imdbox.install, imdbox.service, imdbox.inspection, docker\n"
         "print('paramiko.transport' in sys.modules)\n"
         "import paramiko\n"
         "print(paramiko.RejectPolicy.__name__, 'paramiko.transport' in sys.modules)\n"
@@ -147,3 +149,13 @@ def test_a_box_command_never_loads_paramiko_and_it_still_loads_when_read():
     r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=names.REPO_ROOT)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["False", "RejectPolicy True"]
+
+
+def test_what_the_ssh_mends_patch_is_there():
+    """sshfix patches docker-py's private ssh socket and connection pool: a docker-py
+    without them would fail every ssh:// command, so the names are checked here."""
+    from docker.transport import sshconn
+    from urllib3 import HTTPConnectionPool
+
+    assert callable(sshconn.SSHSocket.close) and callable(sshconn.SSHSocket.makefile)
+    assert callable(HTTPConnectionPool._get_conn) and callable(HTTPConnectionPool._new_conn)

@@ -1,11 +1,11 @@
-"""engine.wait_started, against a scripted box: `box start` says ok only for a worker
+"""startup.wait_started, against a scripted box: `box start` says ok only for a worker
 that stayed up, and looks at the box's processes (a `ps` by the engine) only twice."""
 
 from __future__ import annotations
 
 import time
 
-from imdbox import engine
+from imdbox import startup
 
 SETTLE = 0.4
 
@@ -31,7 +31,7 @@ class ScriptedBox:
         }
 
     def logs(self, **_) -> bytes:
-        return b"imd-box firewall: " + engine.WALLS_UP + b": IPv4 29 rules, IPv6 8 rules\n"
+        return b"imd-box firewall: " + startup.WALLS_UP + b": IPv4 29 rules, IPv6 8 rules\n"
 
     def top(self, **_) -> dict:
         self.tops += 1
@@ -41,7 +41,7 @@ class ScriptedBox:
 def test_a_worker_that_stays_up_is_started_after_two_looks():
     box = ScriptedBox()
     began = time.monotonic()
-    ok, _ = engine.wait_started(box, timeout=10, settle=SETTLE)
+    ok, _ = startup.wait_started(box, timeout=10, settle=SETTLE)
     assert ok and time.monotonic() - began >= SETTLE
     # Polled every 0.3 s through the settle time, it asked for the processes 3 or more times.
     assert box.tops == 2
@@ -49,18 +49,18 @@ def test_a_worker_that_stays_up_is_started_after_two_looks():
 
 def test_a_worker_that_dies_while_settling_ends_its_box_and_is_not_started():
     box = ScriptedBox(ends_after=SETTLE / 2)
-    ok, logs = engine.wait_started(box, timeout=10, settle=SETTLE)
-    assert not ok and engine.WALLS_UP.decode() in logs
+    ok, logs = startup.wait_started(box, timeout=10, settle=SETTLE)
+    assert not ok and startup.WALLS_UP.decode() in logs
 
 
 def test_a_box_restarted_while_settling_is_not_started():
     box = ScriptedBox(ends_after=SETTLE / 2, restarts=True)
-    ok, _ = engine.wait_started(box, timeout=10, settle=SETTLE)
+    ok, _ = startup.wait_started(box, timeout=10, settle=SETTLE)
     assert not ok
 
 
 def test_the_control_a_box_ending_after_the_settle_time_was_started():
     # The twin of the two above: the same box, ending only later, is started.
     box = ScriptedBox(ends_after=SETTLE * 25)
-    ok, _ = engine.wait_started(box, timeout=10, settle=SETTLE)
+    ok, _ = startup.wait_started(box, timeout=10, settle=SETTLE)
     assert ok

@@ -25,7 +25,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from imdbox import engine, names, settings
+from imdbox import engine, names, settings, startup, volume
 from tests.conftest import IN_CI
 from tests.fake_worker.fixtures import copy_of, remove_container
 from tests.harness.keep import KEPT, kept_files
@@ -64,7 +64,7 @@ def _put_settings(client, env, data: bytes) -> None:
         labels={"imd-test": "1"},
     )
     try:
-        assert helper.put_archive(f"{names.HOME}/.imd-box", engine.file_tar("settings.env", data, names.UID))
+        assert helper.put_archive(f"{names.HOME}/.imd-box", volume.file_tar("settings.env", data, names.UID))
     finally:
         helper.remove(force=True)
 
@@ -94,7 +94,7 @@ def _up_again(container, walls_lines: int):
         container.reload()
         return (
             container.status == "running"
-            and container.logs().count(engine.WALLS_UP) >= walls_lines
+            and container.logs().count(startup.WALLS_UP) >= walls_lines
             and engine.worker_running(container)
         )
 
@@ -123,7 +123,7 @@ def test_a_crashed_worker_comes_back_behind_its_walls(docker_client, bx, signal_
     before = kept_files(docker_client, bx)
     assert bx.run("start").returncode == 0
     c = docker_client.containers.get(bx.container)
-    assert c.logs().count(engine.WALLS_UP) == 1 and c.attrs["RestartCount"] == 0
+    assert c.logs().count(startup.WALLS_UP) == 1 and c.attrs["RestartCount"] == 0
     r = c.exec_run(["pkill", f"-{signal_name}", pick, "-f", WORKER], user="imd")
     assert r.exit_code == 0, r.output
     # Docker restarts it (unless-stopped); the entrypoint sets and verifies the walls again.

@@ -4,12 +4,15 @@ the host network (Docker Desktop's VM, tcp://, ssh://). Both ways must give the 
 
 from __future__ import annotations
 
+import os
 import socket
 
 import pytest
 
-from imdbox import engine, hostaddrs
+from imdbox import hostaddrs
+from imdbox.endpoint import endpoint
 from tests.conftest import IN_CI
+from tests.harness.topology import PREFIX
 
 # As the kernel prints it (two tables): the `/32 host LOCAL` leaves are the namespace's own
 # addresses; a subnet's route and a BROADCAST leaf are not.
@@ -58,14 +61,14 @@ def test_only_a_socket_dockerd_serves_is_read_from_proc(tmp_path):
 
 
 def test_dockerd_here_gives_the_addresses_the_lister_box_gives(docker_client, box_image, topology):
-    url = engine.endpoint().host  # the suite's engine, as box finds it
+    url = endpoint(os.environ).host  # the suite's engine, as box finds it
     if hostaddrs.local_dockerd(url) is None:
         if IN_CI:
             pytest.fail(f"CI=true on this machine: dockerd must serve {url} itself", pytrace=False)
         pytest.skip(f"{url} is not served by a dockerd on this machine")
-    read = hostaddrs.usable(hostaddrs.engine_host(docker_client, box_image, url))
+    read = hostaddrs.usable(hostaddrs.engine_host(docker_client, box_image, url, PREFIX + "box"))
     # Any URL that is not a unix socket's takes the lister box (as tcp:// and ssh:// engines do).
-    listed = hostaddrs.usable(hostaddrs.engine_host(docker_client, box_image, "tcp://the-lister"))
+    listed = hostaddrs.usable(hostaddrs.engine_host(docker_client, box_image, "tcp://the-lister", PREFIX + "box"))
     assert read == listed
     # The test networks' gateways are this host's addresses, as a Linux server's public IP is.
     assert {net.gateway for net in topology.nets} <= set(read)

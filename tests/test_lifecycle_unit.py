@@ -1,7 +1,7 @@
 """What the commands decide, run in-process against a small fake engine.
 
-`lifecycle` only orchestrates: it asks the engine's verbs (engine.py) and says what
-happened. Here the verbs that would run a box (reading and writing the volume, one-off
+The commands (install, service, inspection) only orchestrate: they ask the engine's
+verbs (engine.py, volume.py, startup.py) and say what happened. Here the verbs that would run a box (reading and writing the volume, one-off
 boxes, the walls coming up) are replaced by a fake that keeps the state in memory, and
 the SDK objects the rest of engine.py reads (the container, the volume, the image) are
 small stand-ins. The real engine's side is tested against Docker in the other files;
@@ -15,7 +15,9 @@ import docker.errors
 import pytest
 from typer.testing import CliRunner
 
-from imdbox import cli, engine, hostaddrs, images, layout, lifecycle, names, runflags, settings, worker
+from imdbox import cli, engine, hostaddrs, images, layout, names, runflags, service, settings, startup, volume, worker
+from imdbox.config import Config
+from imdbox.endpoint import Endpoint
 from tests.test_cli_unit import REAL_HELP
 
 SETTINGS = settings.PATH
@@ -86,7 +88,7 @@ class FakeClient:
         self.volumes = NotFoundMap(lambda n: FakeVolume(world, n) if n in world.volumes else None)
         self.volumes.create = lambda name, labels: world.volumes.setdefault(name, {})
         self.volumes.list = lambda filters: [FakeVolume(world, n) for n in world.volumes]
-        self.images = NotFoundMap(lambda n: world.image if n == names.IMAGE else None, docker.errors.ImageNotFound)
+        self.images = NotFoundMap(lambda n: world.image if n == DEFAULT.image else None, docker.errors.ImageNotFound)
         self.images.remove = lambda tag: world.log.append(f"rmi {tag}")
 
     def info(self):
@@ -118,13 +120,16 @@ class FakeVolume:
 
 class FakeImage:
     attrs = {"RepoDigests": [], "Created": "2026-11-30T10:00:00.5Z"}
-    tags = [names.IMAGE]
+    tags = [names.DEFAULT_IMAGE]
     short_id = "sha256:0123456789ab"
+
+
+DEFAULT = Config()  # the names the in-process CLI uses (no IMD_BOX_* in the tests' environment)
 
 
 class World:
     """The engine's state: the image, the volumes' files, the boxes. `container` and
-    `volume` are the ones of the seat the command acts on (names.py)."""
+    `volume` are the seat's without a name, or `seat`'s (container_of, volume_of)."""
 
     def __init__(self):
         self.image = FakeImage()
@@ -135,31 +140,35 @@ class World:
         self.starts_ok = True
         self.oneoff = lambda role, command, env: (0, "")  # what a one-off box does
 
+    def container_of(self, seat):
+        return self.boxes.get(DEFAULT.seat_names(seat)[0])
+
     @property
     def container(self):
-        return self.boxes.get(names.CONTAINER)
+        return self.container_of(None)
 
     @property
     def volume(self):
-        return self.volumes.get(names.VOLUME)
+        return self.volumes.get(DEFAULT.volume)
 
     @volume.setter
     def volume(self, files):
         if files is None:
-            self.volumes.pop(names.VOLUME, None)
+            self.volumes.pop(DEFAULT.volume, None)
         else:
-            self.volumes[names.VOLUME] = files
+            self.volumes[DEFAULT.volume] = files
 
     def set_up(self, settings_text=GOOD_SETTINGS):
         self.volume = {engine.IMD_PATH: b"#!imd", SETTINGS: settings_text}
 
-    def run_box(self):
+    def run_box(self, seat=None):
         """A box that `box start` made and that is running its worker."""
-        box = FakeContainer(self, names.CONTAINER, {names.LABEL: "1"}, "unless-stopped", runflags.MAX_MEMORY)
+        name = DEFAULT.seat_names(seat)[0]
+        box = FakeContainer(self, name, {names.LABEL: "1"}, "unless-stopped", runflags.MAX_MEMORY)
         box.status, box.worker = "running", True
         self.boxes[box.name] = box
 
-    def oneoff_run(self, client, flags, on_line=lambda s: None, files=None):
+    def oneoff_run(self, eng, flags, on_line=lambda s: None, files=None):
         self.log.append(f"oneoff {flags.role} {' '.join(flags.command or [])}")
         code, out = self.oneoff(flags.role, list(flags.command or []), flags.environment)
         for line in out.splitlines():
@@ -171,28 +180,30 @@ class World:
         token = container.paired
         return 0, f"  server    https://imd.invalid\n  token     {token or 'not paired yet'}\n"
 
-    def read(self, client, path):
-        return None if self.volume is None else self.volume.get(path)
+    def read(self, eng, path):
+        files = self.volumes.get(eng.cfg.volume)
+        return None if files is None else files.get(path)
 
-    def write(self, client, path, data):
+    def write(self, eng, path, data):
         self.log.append(f"write {path.rsplit('/', 1)[-1]}={data.decode().strip()}")
-        self.volume[path] = data
+        self.volumes[eng.cfg.volume][path] = data
 
 
 @pytest.fixture
 def world(monkeypatch):
     w = World()
-    for name in ("SEAT", "CONTAINER", "VOLUME"):  # `--seat` changes them: back as they were after
-        monkeypatch.setattr(names, name, getattr(names, name))
-    monkeypatch.setattr(engine, "connect", lambda: FakeClient(w))  # a client per command, as box makes
-    monkeypatch.setattr(engine, "read_volume_file", w.read)
-    monkeypatch.setattr(engine, "write_volume_file", w.write)
-    monkeypatch.setattr(engine, "volume_has", lambda c, path: w.read(c, path) is not None)
+    for key in ("IMD_BOX_IMAGE", "IMD_BOX_CONTAINER", "IMD_BOX_VOLUME", "IMD_BOX_NETWORK"):
+        monkeypatch.delenv(key, raising=False)
+    here = Endpoint("unix:///var/run/docker.sock", "the local socket")
+    monkeypatch.setattr(engine, "connect", lambda cfg: engine.Engine(FakeClient(w), cfg, here))  # one per command
+    monkeypatch.setattr(volume, "read_file", w.read)
+    monkeypatch.setattr(volume, "write_file", w.write)
+    monkeypatch.setattr(volume, "has", lambda eng, path: w.read(eng, path) is not None)
     monkeypatch.setattr(engine, "run_oneoff", w.oneoff_run)
     monkeypatch.setattr(engine, "exec_as_imd", w.exec_as_imd)
     monkeypatch.setattr(engine, "worker_running", lambda container: container.worker)
-    monkeypatch.setattr(engine, "wait_started", lambda container, **_: (container.worker, container.logs().decode()))
-    monkeypatch.setattr(hostaddrs, "collect", lambda client, image, engine_url: ())
+    monkeypatch.setattr(startup, "wait_started", lambda container, **_: (container.worker, container.logs().decode()))
+    monkeypatch.setattr(hostaddrs, "collect", lambda client, image, engine_url, prefix: ())
     monkeypatch.setattr(images, "build", lambda *a, **k: w.log.append("build"))
     monkeypatch.setattr(images, "pull", lambda *a, **k: w.log.append("pull"))
     return w
@@ -234,8 +245,9 @@ def test_a_start_that_loses_the_name_joins_a_box_not_yet_visible(world, monkeypa
     This one waits for that box and joins it; it never fails."""
     world.set_up()
 
-    def the_other_start_took_the_name(client, flags):
+    def the_other_start_took_the_name(eng, flags):
         looks = []
+        client = eng.client
         by_name = client.containers.get
 
         def get(name):
@@ -251,7 +263,7 @@ def test_a_start_that_loses_the_name_joins_a_box_not_yet_visible(world, monkeypa
     monkeypatch.setattr(engine.time, "sleep", lambda seconds: None)
     result = box("start")
     assert result.exit_code == 0, result.output
-    assert result.stdout.strip() == f"✓ the box is already running ({names.CONTAINER}); `box logs` to watch it"
+    assert result.stdout.strip() == f"✓ the box is already running ({DEFAULT.container}); `box logs` to watch it"
 
 
 def test_start_replaces_a_stopped_box(world):
@@ -334,7 +346,7 @@ def test_update_cut_after_the_stop_starts_the_box_next_time(world):
 
     world.oneoff = cut
     assert box("update").exit_code == 130
-    assert world.container is None and world.volume[lifecycle.RESUME_PATH] == b"1\n"
+    assert world.container is None and world.volume[service.RESUME_PATH] == b"1\n"
     world.log.clear()
     world.oneoff = agents_install
     result = box("update")
@@ -419,7 +431,7 @@ def test_remove_without_the_image_frees_no_seat_and_removes_nothing(world):
 
 
 def test_an_unexpected_failure_is_one_line(world, monkeypatch):
-    def broken(client):
+    def broken(eng):
         raise RuntimeError("the socket said something odd")
 
     monkeypatch.setattr(engine, "box_container", broken)
@@ -433,7 +445,7 @@ def test_an_unexpected_failure_is_one_line(world, monkeypatch):
 # ------------------------------------------------------------------ seats
 def set_up_seat(world, seat):
     """A seat set up (its volume has the worker and settings)."""
-    world.volumes[names.seat_names(seat)[1]] = {engine.IMD_PATH: b"#!imd", SETTINGS: GOOD_SETTINGS}
+    world.volumes[DEFAULT.seat_names(seat)[1]] = {engine.IMD_PATH: b"#!imd", SETTINGS: GOOD_SETTINGS}
 
 
 def test_a_seat_is_its_own_box_and_volume(world):
@@ -458,9 +470,7 @@ def test_a_seat_name_docker_would_refuse_is_one_line(world, name):
 def test_start_refuses_when_the_seats_together_would_need_more_memory(world):
     set_up_seat(world, None)
     set_up_seat(world, "b")
-    names.use_seat("b")
-    world.run_box()  # seat b runs, with the full cap (6 GiB of the engine's 8)
-    names.use_seat(None)
+    world.run_box("b")  # seat b runs, with the full cap (6 GiB of the engine's 8)
     result = box("start")
     assert result.exit_code == 1
     assert one_error_line(result) == (
@@ -483,10 +493,8 @@ def test_seats_lists_each_with_its_box_runtime_and_pairing(world):
     assert "no seats yet" in box("seats").stdout
     set_up_seat(world, None)
     set_up_seat(world, "b")
-    names.use_seat("b")
-    world.run_box()
-    world.container.paired = "4321"
-    names.use_seat(None)
+    world.run_box("b")
+    world.container_of("b").paired = "4321"
     world.volumes["imd-worker-home-c"] = {}  # made by setup, which did not get far
     world.volumes["imd-worker-home-"] = {}  # not a seat's name
     result = box("seats")
@@ -497,7 +505,6 @@ def test_seats_lists_each_with_its_box_runtime_and_pairing(world):
         ["b", "running", "claude ×2", "0", "token 4321"],
         ["c", "not created", "claude ×2 (not set up)", "-", "-"],
     ]
-    assert names.SEAT is None  # the command acts on no seat afterwards
 
 
 def test_status_and_seats_say_a_stopped_box_alike(world):
@@ -531,12 +538,11 @@ def test_the_workers_status_says_whether_it_is_paired():
     assert worker.pairing("  tokens 5\n") == "?"
 
 
-def test_the_box_command_a_user_is_told_names_the_seat(world):
-    assert names.box_command("start") == "box start"
-    assert names.box_command("remove", "--yes") == "box remove --yes"
-    names.use_seat("alice")
-    assert names.box_command("start") == "box --seat alice start"
-    assert names.box_command("remove", "--yes") == "box --seat alice remove --yes"
+def test_the_box_command_a_user_is_told_names_the_seat():
+    assert Config().command("start") == "box start"
+    assert Config().command("remove", "--yes") == "box remove --yes"
+    assert Config(seat="alice").command("start") == "box --seat alice start"
+    assert Config(seat="alice").command("remove", "--yes") == "box --seat alice remove --yes"
 
 
 def test_what_a_seat_is_told_to_run_names_the_seat(world):

@@ -266,10 +266,11 @@ def test_over_ssh_one_login_serves_many_requests_and_an_ended_one_is_replaced(ss
     """engine.connect over ssh: requests reuse one ssh login; when that ssh ends (the server
     dropped it), the next request opens another instead of failing."""
     from imdbox import engine
+    from imdbox.config import Config
 
     monkeypatch.setenv("PATH", f"{sshd.wrapper_dir}:{os.environ['PATH']}")
     monkeypatch.setenv("DOCKER_HOST", f"ssh://root@127.0.0.1:{sshd.port}")
-    client = engine.connect()
+    client = engine.connect(Config.from_env(os.environ)).client
     try:
         first = sshd.sessions()
         for _ in range(5):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from imdbox import names, runflags
+from imdbox import engine, names, runflags
+from imdbox.config import Config
+from imdbox.endpoint import Endpoint
 from imdbox.runflags import EngineLimits, RunFlags
 
 GIB = 1024**3
@@ -52,7 +54,7 @@ def test_pids_shm_hostname():
 
 def test_the_volume_is_the_only_mount_and_nothing_is_published():
     kw = flags().sdk_kwargs()
-    assert kw["volumes"] == {names.VOLUME: {"bind": "/home/imd", "mode": "rw"}}
+    assert kw["volumes"] == {names.DEFAULT_VOLUME: {"bind": "/home/imd", "mode": "rw"}}
     for forbidden in ("mounts", "devices", "ports", "publish_all_ports", "privileged", "pid_mode", "ipc_mode"):
         assert forbidden not in kw, forbidden
     assert kw["network"] == "bridge"
@@ -117,7 +119,7 @@ def test_cli_args_are_the_same_box():
     assert int(opts["--pids-limit"][0]) == kw["pids_limit"]
     assert int(opts["--shm-size"][0]) == kw["shm_size"]
     assert opts["--hostname"] == [kw["hostname"]]
-    assert opts["--mount"] == [f"type=volume,source={names.VOLUME},target=/home/imd"]
+    assert opts["--mount"] == [f"type=volume,source={names.DEFAULT_VOLUME},target=/home/imd"]
     assert opts["--network"] == [kw["network"]]
     assert sorted(opts["--label"]) == sorted(f"{k}={v}" for k, v in kw["labels"].items())
     assert opts["--name"] == [kw["name"]]
@@ -129,15 +131,16 @@ def test_cli_args_are_the_same_box():
         assert forbidden not in args
 
 
-@pytest.mark.parametrize(
-    "volume, command",
-    [
-        (names.BASE_VOLUME, "box"),
-        (f"{names.BASE_VOLUME}-alice", "box --seat alice"),
-        ("someone-elses-volume", "box"),  # not a seat's: the plain command
-    ],
-)
-def test_the_box_names_its_seats_command(volume, command):
-    """What run.sh puts in its messages (`run 'box --seat alice setup'`): the seat of the
-    volume the box runs on, whichever seat the flags were made under."""
-    assert flags(volume=volume).sdk_kwargs()["environment"][runflags.BOX_COMMAND_ENV] == command
+class _Engine:
+    def info(self):
+        return {"NCPU": 4, "MemTotal": 8 * GIB}
+
+
+@pytest.mark.parametrize("seat, command", [(None, "box"), ("alice", "box --seat alice")])
+def test_the_box_names_its_seats_command(seat, command):
+    """What run.sh puts in its messages (`run 'box --seat alice setup'`): the seat the
+    flags are made for, with that seat's volume."""
+    eng = engine.Engine(_Engine(), Config(seat=seat), Endpoint("unix:///nowhere", "a test"))
+    made = engine.flags(eng, "worker", starts=False)
+    assert made.sdk_kwargs()["environment"][runflags.BOX_COMMAND_ENV] == command
+    assert made.volume == Config().seat_names(seat)[1]

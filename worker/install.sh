@@ -19,7 +19,7 @@
 set -euo pipefail
 
 mode=${1:-}
-# box hands every setting in (imdbox/settings.py and lifecycle.py decide the defaults):
+# box hands every setting in (imdbox/settings.py and install.py decide the defaults):
 # nothing is guessed here.
 base=${IMD_WORKER_URL:-}
 runtimes=${IMD_BOX_RUNTIMES:?IMD_BOX_RUNTIMES is set by box}

@@ -34,24 +34,23 @@ def load_targets(path: Optional[Path]) -> Targets:
     return Targets(**fixed)
 
 
-def main(*, json_output: bool, svg: Optional[Path], url: str, targets_file: Optional[Path]) -> int:
-    """Run the check; the exit code is 0 only when every line is ok."""
-    from .. import engine, names, ui
+def main(cfg, *, json_output: bool, svg: Optional[Path], url: str, targets_file: Optional[Path]) -> int:
+    """Run the check on the seat's volume; the exit code is 0 only when every line is ok."""
+    from .. import engine, ui
     from .report import show
     from .runner import run_check
 
     targets = load_targets(targets_file)
-    client = engine.connect()
-    engine.image(client)
-    network = engine.network(client)
-    engine.ensure_volume(client)
+    eng = engine.connect(cfg)
+    engine.image(eng)
+    engine.ensure_volume(eng)
     if not json_output:
         ui.note("» starting a throwaway box with the worker's flags and probing every wall…")
     report = run_check(
-        client,
-        image=names.IMAGE,
-        volume=names.VOLUME,
-        networks=[network],
+        eng,
+        image=cfg.image,
+        volume=cfg.volume,
+        networks=[engine.network(eng)],
         internet_url=url,
         targets=targets,
     )

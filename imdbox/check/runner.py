@@ -173,7 +173,7 @@ def _with_firewall_report(result: Result, stderr: str) -> Result:
 
 
 def run_check(
-    client,
+    eng,
     *,
     image: str,
     volume: str,
@@ -194,7 +194,7 @@ def run_check(
 
     started = time.monotonic()
     name = f"{name_prefix}{uuid.uuid4().hex[:8]}"
-    flags = engine.flags(client, "check", name=name, image=image, volume=volume, network_name=networks[0])
+    flags = engine.flags(eng, "check", name=name, image=image, volume=volume, network_name=networks[0])
     config = probe_config(flags, internet_url, targets, only)
     flags = dataclasses.replace(flags, command=probe_command(config))
     kwargs = flags.sdk_kwargs()
@@ -204,9 +204,9 @@ def run_check(
         mutate(kwargs)
     from ..throwaway import throwaway
 
-    with throwaway(client, kwargs) as container:
+    with throwaway(eng.client, kwargs, eng.cfg.container) as container:
         for extra in networks[1:]:
-            client.networks.get(extra).connect(container)
+            eng.client.networks.get(extra).connect(container)
         container.start()
         try:
             exit_code = container.wait(timeout=timeout)["StatusCode"]

@@ -13,6 +13,7 @@ from typing import Optional
 import docker
 
 from imdbox import names
+from tests.harness import boxes
 from tests.harness.cli import cli_env, run_box
 from tests.harness.machine import hold_worker_slot
 from tests.harness.topology import NO_HEALTHCHECK, PREFIX
@@ -148,14 +149,10 @@ def box_env(client: docker.DockerClient, image: str, network: str = FEED_NETWORK
 
 def volume_files(client: docker.DockerClient, env: BoxEnv, paths) -> dict[str, Optional[bytes]]:
     """Files from the test volume, all read through one container that never runs."""
-    from imdbox import engine
+    from imdbox import volume
 
-    saved = (names.IMAGE, names.VOLUME, names.NETWORK)
-    names.IMAGE, names.VOLUME, names.NETWORK = env.image, env.volume, env.network
-    try:
-        return engine.read_volume_files(client, list(paths))
-    finally:
-        names.IMAGE, names.VOLUME, names.NETWORK = saved
+    eng = boxes.engine_of(client, image=env.image, volume=env.volume, network=env.network)
+    return volume.read_files(eng, list(paths))
 
 
 # A Claude Code login as the volume holds one (private to imd): what a fault must keep.

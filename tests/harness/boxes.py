@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import time
 import uuid
@@ -13,7 +14,8 @@ from typing import Callable, Optional
 import docker
 
 from imdbox import engine, names
-from imdbox.engine import WALLS_UP  # the entrypoint's line that `box start` waits for
+from imdbox.config import Config
+from imdbox.startup import WALLS_UP  # the entrypoint's line that `box start` waits for
 
 from .topology import NO_HEALTHCHECK, PREFIX, Topology
 
@@ -82,6 +84,17 @@ def _attach(client: docker.DockerClient, container, topo: Topology) -> None:
         client.networks.get(name).connect(container)
 
 
+def engine_of(client: docker.DockerClient, *, image: str, volume: str = "", network: str = "bridge") -> engine.Engine:
+    """box's own Engine around the suite's client, with a Config naming the test's image,
+    volume and network, as the CLI makes one from IMD_BOX_*; its one-off boxes carry the
+    harness's prefix, so a killed run's sweep finds them."""
+    cfg = Config(
+        image=image, base_container=f"{PREFIX}box", base_volume=volume or f"{PREFIX}none", network=network,
+        env=dict(os.environ),
+    )  # fmt: skip
+    return engine.Engine.of(client, cfg)
+
+
 def create_walled(
     client: docker.DockerClient,
     image: str,
@@ -97,7 +110,7 @@ def create_walled(
     test break one flag (the product has no switch for that). `alone_on`: on that one
     network only, as `box` puts a box on one, and without Docker Desktop's names."""
     flags = engine.flags(
-        client, "test", command, name=name or unique("box"), image=image, volume=volume,
+        engine_of(client, image=image, volume=volume), "test", command, name=name or unique("box"),
         network_name=alone_on or topo.network_names[0],
     )  # fmt: skip
     kwargs = flags.sdk_kwargs()

@@ -38,7 +38,7 @@ def held() -> Iterator[None]:
 
 
 # `box start` refuses a box whose memory cap, with the other worker boxes', is more than
-# the engine has (lifecycle._refuse_if_seats_overfill): side by side, every test's box is
+# the engine has (service._refuse_if_seats_overfill): side by side, every test's box is
 # another seat to it. So a test holds a slot, machine-wide, for each box it may start,
 # from that command to the test's end (tests remove their boxes by then): as many slots
 # as the engine takes boxes. Freed at the end of the test, never held across tests, so a
@@ -51,9 +51,9 @@ _held_lock = threading.Lock()
 
 def slot_count(client: docker.DockerClient) -> int:
     """As many as `box start` lets run side by side: each box's cap, with the others', fits."""
-    from imdbox import engine
+    from imdbox.runflags import EngineLimits
 
-    limits = engine.limits(client)
+    limits = EngineLimits.from_info(client.info())
     return max(1, limits.memory // limits.box_memory)
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-_WORKER_END = re.compile(r"imd-box: the worker (exited with code|was killed by)")
-_WORKER_START = "imd-box: starting the worker"  # worker/run.sh, just before it runs `imd start`
+from . import protocol
+
+_WORKER_END = re.compile(f"{re.escape(protocol.WORKER_EXITED)}|{re.escape(protocol.WORKER_KILLED)}")
+_WORKER_START = protocol.WORKER_STARTING
 _TROUBLE = re.compile(r"error|fail|fatal|cannot|can't|refus|denied|invalid|not ", re.IGNORECASE)
 
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 import docker
 import docker.errors
 
-from . import hostaddrs, layout, names
+from . import hostaddrs, layout, names, protocol
 from .config import Config
 from .endpoint import Endpoint, client_for, endpoint
 from .errors import BoxError
@@ -311,4 +311,4 @@ def worker_running(container) -> bool:
         top = container.top(ps_args="-eo pid,args")
     except docker.errors.APIError:
         return False
-    return any("imd start" in " ".join(str(p) for p in proc) for proc in top.get("Processes") or [])
+    return any(protocol.WORKER_PROCESS in " ".join(str(p) for p in proc) for proc in top.get("Processes") or [])

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Optional
 
-from . import diagnose, engine, layout, names, ui, volume, worker
+from . import diagnose, engine, layout, names, protocol, ui, volume, worker
 from . import settings as settings_mod
 from .config import Config
 from .engine import Engine
@@ -47,7 +47,7 @@ def install_env(
 def print_box_line(line: str) -> None:
     if worker.is_passed_on(line):
         return
-    if line.startswith("imd-box firewall:") or line.startswith("imd-box: FAILED"):
+    if line.startswith("imd-box firewall:") or line.startswith(protocol.FAILED):
         ui.dim(line) if "FAILED" not in line else ui.say(line, style="red")
     else:
         ui.say(line)

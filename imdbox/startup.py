@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from typing import Optional
 
-from . import engine
+from . import engine, protocol
 
-WALLS_UP = b"walls up and verified"  # the entrypoint's line once the firewall reads back
+WALLS_UP = protocol.WALLS_UP.encode()
 
 START_TIMEOUT = 90.0  # seconds `box start` waits for the walls and the worker
 

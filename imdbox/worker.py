@@ -23,13 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from . import protocol
+
 HELP_COMMAND = ["imd", "help"]
 STATUS_COMMAND = ["imd", "status"]
 # `install.sh worker` reads the help it installed, and passes it on: each of its lines after
 # HELP_LINE, then `imd help`'s exit code after HELP_EXIT. `box setup` reads the runtimes from
 # that, with no box of its own to ask the worker again.
-HELP_LINE = "imd-box: help| "
-HELP_EXIT = "imd-box: help exit "
+HELP_LINE = protocol.HELP_LINE
+HELP_EXIT = protocol.HELP_EXIT
 
 _VERSION = re.compile(r"^imd\b.*\(v([^()\s]+)\)\s*$")
 _RUNTIME_OPTION = re.compile(r"^\s*--runtime <([^>]*)>\s+[^:]*:\s*(.+?)\.(?:\s|$)")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable, Optional
 from urllib.parse import urlsplit
 
-from .. import browser, names
+from .. import browser, names, protocol
 from ..layout import CLAUDE_SETTINGS, IP6TABLES, IPTABLES, JAIL, NODE, SANDBOX_RUNTIME
 from ..runflags import PIDS_LIMIT, SYSTEM_PATH, RunFlags
 from .report import Report, Result
@@ -154,7 +154,7 @@ def parse(stdout: str, stderr: str, exit_code: Optional[int]) -> tuple[list[Resu
 
 def _with_firewall_report(result: Result, stderr: str) -> Result:
     """The firewall is there only if the entrypoint set and read back every rule before the probe ran."""
-    found = re.search(r"walls up and verified: (IPv4 \d+ rules).*?, (IPv6 [^)\n]*?)\s*$", stderr, re.M)
+    found = re.search(rf"{protocol.WALLS_UP}: (IPv4 \d+ rules).*?, (IPv6 [^)\n]*?)\s*$", stderr, re.M)
     if not found:
         return Result(
             result.number,

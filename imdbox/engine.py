@@ -39,6 +39,9 @@ class Engine:
     cfg: Config
     endpoint: Endpoint
     known: dict = field(default_factory=dict, repr=False)
+    # What the command has read of each volume, by path (volume.py): forgotten when a box
+    # that runs on the volume may have changed it (run_oneoff).
+    read: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, client, cfg: Config) -> Engine:
@@ -261,6 +264,7 @@ def run_oneoff(
     starts: how a secret gets in without passing through its command line or
     environment. (Only the volume takes files: the box's root is read-only.)"""
     lines: list[str] = []
+    eng.read.pop(run_flags.volume, None)
     with throwaway(eng.client, run_flags.sdk_kwargs(), eng.cfg.container) as container:
         if files is not None:
             container.put_archive(names.HOME, files)

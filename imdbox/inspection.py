@@ -63,6 +63,8 @@ def status(cfg: Config, json_output: bool = False) -> int:
     eng = engine.connect(cfg)
     container = engine.box_container(eng)
     img = engine.image(eng, required=False)
+    if img is not None and not json_output:  # with what the doctor's part reads, in one box
+        volume.prefetch(eng, [engine.IMD_PATH, engine.WORKER_CONFIG_PATH, settings_mod.PATH])
     if container is None:
         state = _no_container(eng) if img is not None else "not created"
     else:
@@ -142,6 +144,7 @@ def _box_state(container) -> str:
 
 def _no_container(eng: Engine) -> str:
     """What it means that there is no container, plainly, and what to do."""
+    volume.prefetch(eng, [engine.IMD_PATH, engine.WORKER_CONFIG_PATH])
     if not engine.volume_exists(eng) or not volume.has(eng, engine.IMD_PATH):
         return f"not created (run {setup_then_start(eng.cfg)})"
     if volume.has(eng, engine.WORKER_CONFIG_PATH):

@@ -161,6 +161,7 @@ def setup(
     hint_a_pairing_here(cfg)
     if engine.ensure_volume(eng):
         ui.ok(f"created the volume {eng.cfg.volume} (your logins, the worker and its pairing live here)")
+    volume.prefetch(eng, [settings_mod.PATH, GROK_SETTINGS])
     current = settings_mod.read_or_defaults(eng)  # setup writes the file again
     runtimes = runtimes or list(current.runtimes)
     concurrency = concurrency or current.concurrency

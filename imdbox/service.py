@@ -15,7 +15,7 @@ from . import settings as settings_mod
 from .config import Config
 from .engine import Engine
 from .errors import BoxError
-from .install import grok_key, hint_a_pairing_here, install_env, read_key_file, run_install, worker_help
+from .install import GROK_SETTINGS, grok_key, hint_a_pairing_here, install_env, read_key_file, run_install, worker_help
 from .runflags import STOP_TIMEOUT
 from .settings import RUNTIMES, check_concurrency, parse_runtimes
 from .shell import print_shell_line
@@ -32,6 +32,7 @@ def start(cfg: Config) -> None:
     if engine.is_up(container) and engine.worker_running(container):
         ui.ok(_already_running(eng.cfg))
         return
+    volume.prefetch(eng, [engine.IMD_PATH, settings_mod.PATH])
     volume.require_setup(eng)
     settings_mod.read(eng)  # damaged settings: one line now, not a box that will not start
     hint_a_pairing_here(cfg)
@@ -164,6 +165,7 @@ def update(cfg: Config, base_image: str, ca_file: Optional[Path], no_cache: bool
     eng = engine.connect(cfg)
     container = engine.box_container(eng)
     img = engine.image(eng, required=False)
+    volume.prefetch(eng, [engine.IMD_PATH, settings_mod.PATH, RESUME_PATH])
     # Damaged settings stop the update before anything changes (the box keeps running).
     current = settings_mod.read(eng) if volume.setup_done(eng) else None
     was_running = engine.is_running(container)
@@ -227,6 +229,7 @@ def runtime(
     eng = engine.connect(cfg)
     container = engine.box_container(eng)
     engine.image(eng)
+    volume.prefetch(eng, [engine.IMD_PATH, settings_mod.PATH, GROK_SETTINGS])
     volume.require_setup(eng)
     if wanted is None and concurrency is None:
         current = settings_mod.read(eng)
@@ -259,6 +262,8 @@ def remove(cfg: Config, keep_seat: bool, delete_volume: Optional[bool], keep_ima
     container = engine.box_container(eng)
     img = engine.image(eng, required=False)
     has_volume = engine.volume_exists(eng)
+    if img is not None:  # a box to read the volume with
+        volume.prefetch(eng, [engine.IMD_PATH, engine.WORKER_CONFIG_PATH])
     if engine.is_running(container):
         ui.step(f"stopping the box (up to {STOP_TIMEOUT}s)")
         engine.stop_box(container)

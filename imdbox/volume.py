@@ -26,9 +26,26 @@ def _reader(eng: Engine, role: str) -> Iterator:
         yield box
 
 
+def prefetch(eng: Engine, paths: Sequence[str]) -> None:
+    """Read these files of the seat's volume together, through one box, for the rest of the
+    command: each command asks first for all it will read. No volume, no box (making one
+    on it would make the volume): the files are not there."""
+    seen = eng.read.setdefault(eng.cfg.volume, {})
+    wanted = [p for p in dict.fromkeys(paths) if p not in seen]
+    if not wanted:
+        return
+    seen.update(read_files(eng, wanted) if engine.volume_exists(eng) else dict.fromkeys(wanted))
+
+
 def read_file(eng: Engine, path: str) -> Optional[bytes]:
-    """A file from the volume, read through a created (never started) box: nothing runs."""
-    return read_files(eng, [path])[path]
+    """A file from the volume (None: not there; a link: its target), as this command read it."""
+    prefetch(eng, [path])
+    return eng.read[eng.cfg.volume][path]
+
+
+def has(eng: Engine, path: str) -> bool:
+    """Whether a file (or folder) is in the volume."""
+    return read_file(eng, path) is not None
 
 
 def read_files(eng: Engine, paths: Sequence[str]) -> dict[str, Optional[bytes]]:
@@ -72,23 +89,13 @@ def image_files(eng: Engine, image_ref: str, directory: str) -> dict[str, bytes]
         return files
 
 
-def has(eng: Engine, path: str) -> bool:
-    """Whether a file is in the volume, asked through a created (never started) box;
-    its content is not read."""
-    with _reader(eng, "read") as helper:
-        try:
-            helper.get_archive(path)
-            return True
-        except docker.errors.NotFound:
-            return False
-
-
 def write_file(eng: Engine, path: str, data: bytes) -> None:
     """Put one file (imd's, mode 600) into an existing folder of the volume, through a
     created (never started) box: nothing runs, and root inside never touches it."""
     folder, _, base = path.rpartition("/")
     with _reader(eng, "write") as helper:
         helper.put_archive(folder, file_tar(base, data, names.UID))
+    eng.read.setdefault(eng.cfg.volume, {})[path] = data
 
 
 def file_tar(path: str, data: bytes, uid: int, mode: int = 0o600) -> bytes:

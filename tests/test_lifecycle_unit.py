@@ -137,6 +137,7 @@ class World:
         self.boxes: dict[str, FakeContainer] = {}
         self.memory = 8 << 30
         self.log: list[str] = []
+        self.reads: list[list[str]] = []  # the files each box on a volume read
         self.starts_ok = True
         self.oneoff = lambda role, command, env: (0, "")  # what a one-off box does
 
@@ -180,9 +181,11 @@ class World:
         token = container.paired
         return 0, f"  server    https://imd.invalid\n  token     {token or 'not paired yet'}\n"
 
-    def read(self, eng, path):
-        files = self.volumes.get(eng.cfg.volume)
-        return None if files is None else files.get(path)
+    def read_files(self, eng, paths):
+        """What a box on the volume reads: one such box per call."""
+        self.reads.append(sorted(p.rsplit("/", 1)[-1] for p in paths))
+        files = self.volumes.setdefault(eng.cfg.volume, {})  # a box on a volume makes it
+        return {path: files.get(path) for path in paths}
 
     def write(self, eng, path, data):
         self.log.append(f"write {path.rsplit('/', 1)[-1]}={data.decode().strip()}")
@@ -196,9 +199,8 @@ def world(monkeypatch):
         monkeypatch.delenv(key, raising=False)
     here = Endpoint("unix:///var/run/docker.sock", "the local socket")
     monkeypatch.setattr(engine, "connect", lambda cfg: engine.Engine(FakeClient(w), cfg, here))  # one per command
-    monkeypatch.setattr(volume, "read_file", w.read)
+    monkeypatch.setattr(volume, "read_files", w.read_files)
     monkeypatch.setattr(volume, "write_file", w.write)
-    monkeypatch.setattr(volume, "has", lambda eng, path: w.read(eng, path) is not None)
     monkeypatch.setattr(engine, "run_oneoff", w.oneoff_run)
     monkeypatch.setattr(engine, "exec_as_imd", w.exec_as_imd)
     monkeypatch.setattr(engine, "worker_running", lambda container: container.worker)
@@ -638,3 +640,25 @@ def test_setup_and_start_name_a_worker_set_up_on_this_machine(world, monkeypatch
     assert box("stop").exit_code == 0
     result = box("start")
     assert result.exit_code == 0 and "walls up and verified" in result.stdout and hint not in result.output
+
+
+@pytest.mark.parametrize(
+    "command, prepare",
+    [
+        (["start"], lambda w: None),
+        (["status"], lambda w: None),
+        (["update"], lambda w: w.run_box()),
+        (["runtime"], lambda w: None),
+        (["remove", "--yes"], lambda w: None),
+    ],
+    ids=["start", "status", "update", "runtime", "remove"],
+)
+def test_a_command_reads_the_volume_in_one_box(world, command, prepare):
+    """Each file a command reads of the volume comes through one created box, not one each."""
+    world.set_up()
+    world.volume[engine.WORKER_CONFIG_PATH] = b"{}"
+    world.oneoff = lambda role, cmd, env: (0, REAL_HELP if cmd == worker.HELP_COMMAND else "")
+    prepare(world)
+    result = box(*command)
+    assert result.exit_code == 0, result.output
+    assert len(world.reads) == 1, world.reads

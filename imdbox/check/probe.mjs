@@ -29,12 +29,12 @@ const HOME = cfg.home || os.homedir();
 const PORT = cfg.port || 80;
 const CONNECT_MS = cfg.connect_ms || 2000;
 // The box's IPv6 refusal of a TCP connect comes with the first SYN retransmit, at the kernel's
-// initial RTO (1 s; measured 1016-1024 ms every time, IPv4's in 0-2 ms): the ICMPv6 error for the
-// first SYN lands while connect() still holds the socket and is kept only as a soft error.
+// initial RTO (1 s; IPv4's comes at once): the ICMPv6 error for the first SYN lands while
+// connect() still holds the socket and is kept only as a soft error.
 const V6_CONNECT_MS = CONNECT_MS + 1000;
-// A tool's own limit. Lines 3 (find over the whole image) and 16 (srt) take 0.7 and 1.1 s on an
-// idle machine (two cores) and went past 6 s, the old limit, with four test workers on those
-// cores: a Mac busy with the worker's jobs is such a machine, and a slow tool is no open wall.
+// A tool's own limit. Lines 3 (find over the whole image) and 16 (srt, the browser) take about
+// a second on an idle machine and several on one whose cores are busy: a Mac busy with the
+// worker's jobs is such a machine, and a slow tool is no open wall.
 // The browser's budget (box's one figure, imdbox/browser.py, handed in as check.mjs's argument):
 // it stays under the line limit (that budget plus its slack), so a hung tool's line names the tool.
 const BROWSER_BUDGET_MS = Number(cfg.browser_check[1]);

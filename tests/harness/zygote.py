@@ -161,7 +161,7 @@ def serve(path: str) -> None:
     # The libraries' objects live as long as any command, so no collection in a command
     # needs to look at them: frozen, they are left out of its collections. Otherwise each
     # command's full collections walked them all (and, writing to them, copied the pages
-    # they share with this server): 40 % of a `box status`'s CPU (0.12 core-s, now 0.074).
+    # they share with this server), a large part of a short command's CPU.
     gc.freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)

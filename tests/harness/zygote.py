@@ -6,12 +6,11 @@ and rich before its first line (`python -X importtime`), and the suite runs a fe
 hundred of them on two cores that it keeps busy.
 
 What stays as in a fresh process: each command is a process of its own (its own pid,
-exit code, signals, file descriptors 0-2, working directory, environment), and box's
-own modules are imported anew in it, because imdbox reads its environment when imported
-(names: the seat, image, network). Only the libraries in PRELOAD are loaded ahead, and
-they read the variables a test varies (CALL_TIME_ENV) only when called, never when
-imported (tests/test_zygote.py checks that); a command whose environment differs in any
-other variable goes to a server started with that environment.
+exit code, signals, file descriptors 0-2, working directory, environment, and its way
+out), and box's own modules are imported anew in it. Only the libraries in PRELOAD are
+loaded ahead, and they read the variables a test varies (CALL_TIME_ENV) only when called,
+never when imported (tests/test_zygote.py checks that); a command whose environment
+differs in any other variable goes to a server started with that environment.
 
 Protocol, one Unix connection per command: the client sends the command as JSON with
 its stdin, stdout and stderr as SCM_RIGHTS descriptors, then shuts its side; the answer
@@ -206,10 +205,11 @@ def _wait_for(conn: socket.socket, request: dict, fds: list[int]) -> None:
 
 
 def _command(request: dict, fds: list[int]) -> None:
-    """`python -m imdbox ARGS`, as the interpreter would run it, then exit."""
-    import atexit
+    """`python -m imdbox ARGS`, as the interpreter would run it. Its way out is the
+    interpreter's own: its SystemExit (or any other exception) unwinds this forked process
+    to the top, where Python waits for non-daemon threads, runs atexit, flushes and exits
+    with the code, printing a traceback or a message as a fresh `python -m` would."""
     import runpy
-    import traceback
 
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
@@ -218,32 +218,8 @@ def _command(request: dict, fds: list[int]) -> None:
     os.environ.clear()
     os.environ.update(request["env"])
     sys.argv = ["-m", *request["args"]]  # run_module puts the module's path first, as -m does
-    code = 0
-    try:
-        runpy.run_module("imdbox", run_name="__main__", alter_sys=True)
-    except SystemExit as exc:
-        code = _exit_code(exc.code)
-    except BaseException:
-        traceback.print_exc()
-        code = 1
-    # The interpreter's own way out: wait for non-daemon threads, run atexit, flush.
-    try:
-        threading._shutdown()  # type: ignore[attr-defined]
-        atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BaseException:
-        code = code or 120  # what Python exits with when the final flush fails
-    os._exit(code)
-
-
-def _exit_code(value) -> int:
-    if value is None:
-        return 0
-    if isinstance(value, int):
-        return value & 0xFF
-    print(value, file=sys.stderr)
-    return 1
+    runpy.run_module("imdbox", run_name="__main__", alter_sys=True)
+    sys.exit(0)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ setup(
     license="MIT",
     python_requires=">=3.9",
     packages=find_packages(include=["imdbox", "imdbox.*"]),
-    package_data={"imdbox.check": ["probe.mjs"]},  # box check's in-box probes
+    package_data={"imdbox.check": ["probe/*.mjs"]},  # box check's in-box probes, in parts
     install_requires=[line.strip() for line in (HERE / "requirements.txt").read_text().splitlines() if line.strip()],
     entry_points={"console_scripts": ["box = imdbox.cli:main"]},
     cmdclass={"build_py": BuildPy},

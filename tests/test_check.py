@@ -26,7 +26,7 @@ import pytest
 from imdbox import layout, names
 from imdbox import volume as volume_mod
 from imdbox.check.report import Report
-from imdbox.check.runner import PROBE_JS, run_check
+from imdbox.check.runner import PROBE_DIR, run_check
 from imdbox.check.walls import WALLS
 from imdbox.runflags import HOST_ADDRS_ENV
 from tests.harness import boxes
@@ -742,7 +742,7 @@ def test_a_line_cut_off_at_the_probes_limit_leaves_no_canaries(check, docker_cli
         config["tool_ms"] = 30_000
         # The line limit is the browser's budget plus its slack; the browser line is not
         # asked, so a 1 s budget only brings the cut-off to 5 s instead of 14 s.
-        config["browser_check"][-1] = "1000"
+        config["browser"]["budget_ms"] = 1000
         kw["command"][-1] = json.dumps(config)
 
     report = check(patch={"/usr/bin/bwrap": HANG}, mutate=patient_tools)
@@ -751,7 +751,7 @@ def test_a_line_cut_off_at_the_probes_limit_leaves_no_canaries(check, docker_cli
 
 
 # The probe's canary text (what it writes at each path the jail must not read).
-CANARY_TEXT = json.loads(re.search(r"const CANARY_TEXT = (\"[^\n]*\");", PROBE_JS.read_text()).group(1))
+CANARY_TEXT = json.loads(re.search(r"const CANARY_TEXT = (\"[^\n]*\");", (PROBE_DIR / "jail.mjs").read_text()).group(1))
 
 
 def canaries_in(client, image: str, volume: str) -> list:

@@ -36,7 +36,7 @@ def test_walls_numbered_in_order():
 
 
 def test_every_wall_has_a_probe():
-    probe = runner.PROBE_JS.read_text()
+    probe = runner.probe_source()
     table = probe[probe.index("const CHECKS = {") :]
     for w in WALLS:
         assert f"{w.id}" in table.split("};")[0], w.id
@@ -117,15 +117,35 @@ def test_the_check_box_is_the_worker_box_with_the_probe_as_its_command():
 
 def test_probe_script_fits_in_one_argument():
     # Linux caps one argv string at 128 KiB (MAX_ARG_STRLEN).
-    assert len(runner.PROBE_JS.read_bytes()) < 100 * 1024
+    assert len(runner.probe_source().encode()) < 100 * 1024
 
 
-def test_probe_script_parses():
+def test_probe_script_parses(tmp_path):
     node = subprocess.run(["which", "node"], capture_output=True, text=True).stdout.strip()
     if not node:
         pytest.skip("node is not installed here")
-    out = subprocess.run([node, "--check", str(runner.PROBE_JS)], capture_output=True, text=True)
+    bundle = tmp_path / "probe.mjs"
+    bundle.write_text(runner.probe_source())
+    out = subprocess.run([node, "--check", str(bundle)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_the_probe_is_its_parts_less_their_imports_of_each_other(tmp_path):
+    """Each part is a module of its own; the bundle declares every name the parts declare,
+    once, and imports each of node's modules once."""
+    import re
+
+    bundle = runner.probe_source()
+    parts = [(runner.PROBE_DIR / f"{p}.mjs").read_text() for p in runner.PROBE_PARTS]
+    declared = re.compile(r"^(?:export )?(?:async function|function|const|let) (\w+)", re.M)
+    assert sorted(declared.findall(bundle)) == sorted(n for text in parts for n in declared.findall(text))
+    assert "export " not in "\n".join(line[:7] for line in bundle.splitlines())
+    imports = [line for line in bundle.splitlines() if line.startswith("import ")]
+    assert imports and all('from "node:' in line for line in imports)
+    assert len({line.split(" from ")[1] for line in imports}) == len(imports)
+    (tmp_path / "x.mjs").write_text('import {\n  a,\n} from "./base.mjs";\n')
+    with pytest.raises(ValueError, match="one import per line"):
+        runner.probe_source(["x"], tmp_path)
 
 
 def test_targets_file(tmp_path):

@@ -36,7 +36,7 @@ WORKSPACE = f"{HOME}/.identitymd/work/job-1/node-1"  # the job srt runs for: its
 WORK_FILE = f"{WORKSPACE}/index.html"
 JAIL_DIR = "/tmp/imdt-jail"  # srt's settings (the box's /tmp)
 
-# The managed file's `sandbox` block as srt settings (the same mapping as probe.mjs):
+# The managed file's `sandbox` block as srt settings (the same mapping as probe/jail.mjs):
 # no network, the workspace writable, the file's filesystem rules, bwrap/socat/rg paths
 # and the weaker nested mode. argv: the output file, then filesystem entries to leave out
 # (the breaking twins' "copy without the rule").

@@ -1,6 +1,6 @@
 """Run the probes in a throwaway box with the worker's own flags and read back one result per wall.
 
-The box's command is the probe itself (`node -e probe.mjs <config>`), so it runs
+The box's command is the probe itself (`node -e <probe/*.mjs as one script> <config>`), so it runs
 after the entrypoint has set the firewall and dropped to `imd`: the same
 capability sets, no_new_privs and seccomp filter the worker has. A `docker exec`
 would not have them.
@@ -29,11 +29,52 @@ from ..runflags import PIDS_LIMIT, SYSTEM_PATH, RunFlags
 from .report import Report, Result
 from .walls import WALLS
 
-PROBE_JS = Path(__file__).with_name("probe.mjs")
+# The probe, in parts that are ES modules of their own (each linted as one), and shipped as
+# one script: probe_source() puts them together in this order.
+PROBE_DIR = Path(__file__).with_name("probe")
+PROBE_PARTS = ("base", "box", "network", "jail", "main")
+_IMPORT = re.compile(r'^import (?:(\w+)|\{ ([\w, ]+) \}) from "([^"]+)";$')
+
+
+def probe_source(parts: Sequence[str] = PROBE_PARTS, directory: Path = PROBE_DIR) -> str:
+    """The parts as one script: each import of another part goes (its names are the
+    script's own then), node's built-in modules are imported once at the top, `export`
+    goes. An import over several lines, or of another kind, is refused: this is not a
+    bundler for any JS, only for these files."""
+    defaults: dict[str, str] = {}
+    named: dict[str, list[str]] = {}
+    bodies = []
+    for part in parts:
+        lines = (directory / f"{part}.mjs").read_text().splitlines()
+        for n, line in enumerate(lines, 1):
+            if not line.startswith("import "):
+                bodies.append(line[len("export ") :] if line.startswith("export ") else line)
+                continue
+            m = _IMPORT.match(line)
+            if m is None:
+                raise ValueError(f"{part}.mjs:{n}: one import per line, of a default or of names: {line}")
+            default, names_, module = m.groups()
+            if module.startswith("./"):
+                continue
+            if default:
+                defaults[module] = default
+            else:
+                have = named.setdefault(module, [])
+                have += [x.strip() for x in names_.split(",") if x.strip() not in have]
+    imports = [f'import {name} from "{module}";' for module, name in sorted(defaults.items())]
+    imports += [f'import {{ {", ".join(names_)} }} from "{module}";' for module, names_ in sorted(named.items())]
+    return "\n".join([*imports, *bodies]) + "\n"
+
+
 RESULT_MARK = "IMD-BOX-CHECK "
 # The IMD control plane's health URL (the worker's DEFAULT_SERVER, api.imd.fun): the
 # internet line's target unless `box check --url` names another.
 DEFAULT_INTERNET_URL = "https://api.imd.fun/health"
+# A tool's own limit in the probe. Lines 3 (find over the whole image) and 16 (srt, the
+# browser) take about a second on an idle machine and several on one whose cores are busy:
+# a Mac busy with the worker's jobs is such a machine, and a slow tool is no open wall. It
+# stays under a line's limit (the browser's budget plus its slack: probe/base.mjs).
+TOOL_SECONDS = 10
 PACKAGE_JSON = names.REPO_ROOT / "image" / "package.json"
 # The probe runs in the worker's own volume, where anything may be planted in
 # ~/.npm-global/bin: it is started by path, runs every tool by its path in the
@@ -108,7 +149,8 @@ def probe_config(flags: RunFlags, internet_url: str, targets: Targets, only: Seq
         "port": 80,
         "internet_url": internet_url,
         "dns_name": dns_name,
-        "browser_check": browser.check_command()[1:],
+        "browser": {"script": browser.CHECK_SCRIPT, "budget_ms": browser.CHECK_SECONDS * 1000},
+        "tool_ms": TOOL_SECONDS * 1000,
         "claude_settings": CLAUDE_SETTINGS,
         "targets": t,
         "only": list(only),
@@ -124,7 +166,7 @@ def probe_config(flags: RunFlags, internet_url: str, targets: Targets, only: Seq
 
 
 def probe_command(config: dict) -> list[str]:
-    return [NODE, "--input-type=module", "-e", PROBE_JS.read_text(), json.dumps(config)]
+    return [NODE, "--input-type=module", "-e", probe_source(), json.dumps(config)]
 
 
 def _fail_all(reason: str) -> list[Result]:

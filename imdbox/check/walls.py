@@ -1,6 +1,6 @@
 """The walls `box check` proves, in the order it prints them.
 
-Each id matches a probe in probe.mjs; a wall with no result from the box is a FAIL.
+Each id matches a probe in probe/ (its main.mjs's CHECKS); a wall with no result from the box is a FAIL.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Reading check.mjs's result line, for the tests that run it on their own (box check
-itself reads it in imdbox/check/probe.mjs)."""
+itself reads it in imdbox/check/probe/network.mjs)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,210 @@
+// `box check`'s probes. Runs INSIDE a throwaway box, as the box's command: after
+// the entrypoint has set the firewall and dropped to `imd`, so every probe sees
+// exactly what the worker sees. Shipped as `node --input-type=module -e <this>
+// <config-json>`; prints one line "IMD-BOX-CHECK <json>" with
+// {"results": [{"id", "ok", "detail"}, ...]}.
+//
+// Rules every probe keeps:
+//  - A probe that cannot run (tool missing, timeout, crash) is a FAIL, never ok.
+//  - A network wall is ok only on a refusal by the box's own firewall: an
+//    immediate EHOSTUNREACH/EACCES/EPERM/ENETUNREACH. A connection, or a reset
+//    from the far side (ECONNREFUSED: the packet got there), or silence is FAIL.
+//  - Secrets are never printed: only whether they could be read.
+//  - Nothing planted in the volume answers for the image: every tool runs by its
+//    path in the image (cfg.tools), and children get a PATH of image directories.
+import { spawn } from "node:child_process";
+import dgram from "node:dgram";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+
+export const cfg = JSON.parse(process.argv[1] || "{}");
+process.env.PATH = cfg.path || "/usr/sbin:/usr/bin:/sbin:/bin";
+/** A tool's path in the image; a name the config does not know cannot run (no PATH lookup). */
+export const tool = (name) => (name.startsWith("/") ? name : (cfg.tools || {})[name] || `/nonexistent/${name}`);
+export const HOME = cfg.home || os.homedir();
+export const PORT = cfg.port || 80;
+export const CONNECT_MS = cfg.connect_ms || 2000;
+// The box's IPv6 refusal of a TCP connect comes with the first SYN retransmit, at the kernel's
+// initial RTO (1 s; IPv4's comes at once): the ICMPv6 error for the first SYN lands while
+// connect() still holds the socket and is kept only as a soft error.
+export const V6_CONNECT_MS = CONNECT_MS + 1000;
+// The browser's budget (box's one figure, imdbox/browser.py, handed in as check.mjs's argument)
+// and a tool's own limit (imdbox/check/runner.py): each stays under a line's limit (the
+// browser's budget plus its slack), so a hung tool's line names the tool.
+export const BROWSER_BUDGET_MS = Number(cfg.browser.budget_ms);
+export const TOOL_MS = Number(cfg.tool_ms);
+export const BROWSER_SLACK_MS = 3000; // node's start and check.mjs's clean-up, on top of the browser's budget
+// EADDRNOTAVAIL: no source address for that family at all (IPv6 on a v4-only network).
+export const REFUSALS = new Set(["EHOSTUNREACH", "EACCES", "EPERM", "ENETUNREACH", "EADDRNOTAVAIL"]);
+
+export const short = (s, n = 160) => {
+  const t = String(s ?? "").replace(/\s+/g, " ").trim();
+  return t.length > n ? t.slice(0, n - 1) + "…" : t;
+};
+
+/** Run a program; never throws. {code, out, err, missing, timedOut, spawnError} */
+export function run(cmd, args = [], { timeout = TOOL_MS, input = null, env = process.env, cwd = undefined } = {}) {
+  return new Promise((resolve) => {
+    let out = "";
+    let err = "";
+    let timedOut = false;
+    let child;
+    try {
+      // Its own process group (detached), so that a timeout can kill what it started too.
+      const stdio = [input === null ? "ignore" : "pipe", "pipe", "pipe"];
+      child = spawn(tool(cmd), args, { env, cwd, stdio, detached: true });
+    } catch (e) {
+      resolve({ code: null, out, err: String(e), missing: e.code === "ENOENT", spawnError: e.code || String(e) });
+      return;
+    }
+    // `close` waits for every holder of the tool's pipes, and a child of the tool that left
+    // its group (a new session) may hold them long after the tool: once the tool is gone and
+    // its time is up, stop listening, or the line waits out the probe's limit, not the tool's.
+    let exited = false;
+    const letGo = () => {
+      child.stdout.destroy();
+      child.stderr.destroy();
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        child.kill("SIGKILL");
+      }
+      if (exited) letGo();
+    }, timeout);
+    child.on("exit", () => {
+      exited = true;
+      if (timedOut) letGo();
+    });
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (err += d));
+    if (input !== null) child.stdin.end(input);
+    child.on("error", (e) => {
+      clearTimeout(timer);
+      resolve({ code: null, out, err: err || String(e), missing: e.code === "ENOENT", spawnError: e.code || String(e) });
+    });
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, out, err, missing: false, timedOut });
+    });
+  });
+}
+
+/** A node script's version from its package's package.json (beside its dist/), in a run's
+ * shape. Not `srt --version`: that loads all of srt (0.2 s of CPU a check), and the
+ * read jail's line runs srt anyway. */
+export function packageVersion(name) {
+  const file = path.join(path.dirname(tool(name)), "..", "package.json");
+  try {
+    return { code: 0, out: String(JSON.parse(fs.readFileSync(file, "utf8")).version), err: "" };
+  } catch (e) {
+    const missing = e.code === "ENOENT" || e.code === "ENOTDIR";
+    return { code: null, out: "", err: "", missing, spawnError: missing ? undefined : e.code || String(e) };
+  }
+}
+
+/** Why a tool run is not usable evidence, or null when it ran. */
+export function unusable(name, r) {
+  if (r.missing) return `${name} is missing from the box`;
+  if (r.spawnError) return `${name} could not run: ${r.spawnError}`;
+  if (r.timedOut) return `${name} timed out`;
+  return null;
+}
+
+export function statusFields(pid = "self") {
+  const fields = {};
+  for (const line of fs.readFileSync(`/proc/${pid}/status`, "utf8").split("\n")) {
+    const i = line.indexOf(":");
+    if (i > 0) fields[line.slice(0, i)] = line.slice(i + 1).trim();
+  }
+  return fields;
+}
+
+/** TCP connect: refused (by a filter) | reached (connected or reset by the peer) | timeout | error. */
+export function tcp(host, port = PORT, ms = CONNECT_MS) {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const sock = net.connect({ host, port });
+    let settled = false;
+    const done = (outcome, how) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      sock.destroy();
+      resolve({ outcome, how, ms: Date.now() - started });
+    };
+    // A late timer must not beat an answer already waiting: libuv runs due timers before it
+    // polls for I/O, so on a starved event loop the verdict waits for one poll (setImmediate).
+    // Node sends the SYN on the next tick, and the time starts with it (after it in that queue).
+    let timer;
+    process.nextTick(() => {
+      if (!settled) timer = setTimeout(() => setImmediate(() => done("timeout", `no answer in ${ms} ms`)), ms);
+    });
+    sock.once("connect", () => done("reached", "connected"));
+    sock.once("error", (e) => {
+      if (REFUSALS.has(e.code)) done("refused", e.code);
+      else if (e.code === "ECONNREFUSED") done("reached", "reset by the far side (ECONNREFUSED)");
+      else done("error", e.code || String(e));
+    });
+  });
+}
+
+/** UDP send: refused (the send failed at the filter) | sent (it left the box) | answered. */
+export function udp(host, port, { broadcast = false, payload = Buffer.from("imd-box-check"), wait = 300 } = {}) {
+  return new Promise((resolve) => {
+    const type = net.isIPv6(host) ? "udp6" : "udp4";
+    const sock = dgram.createSocket(type);
+    let settled = false;
+    const done = (outcome, how) => {
+      if (settled) return;
+      settled = true;
+      try {
+        sock.close();
+      } catch {}
+      resolve({ outcome, how });
+    };
+    sock.on("error", (e) => done(REFUSALS.has(e.code) ? "refused" : "error", e.code || String(e)));
+    sock.on("message", () => done("answered", "an answer came back"));
+    sock.bind(0, () => {
+      if (broadcast) sock.setBroadcast(true);
+      sock.send(payload, port, host, (e) => {
+        if (e) done(REFUSALS.has(e.code) ? "refused" : "error", e.code || String(e));
+        else setTimeout(() => done("sent", "the packet left the box"), wait);
+      });
+    });
+  });
+}
+
+/** Several refusal probes; ok only if every one was refused. */
+export async function refusedAll(label, probes) {
+  const results = await Promise.all(probes.map(async ([name, p]) => [name, await p]));
+  const bad = results.filter(([, r]) => r.outcome !== "refused");
+  if (results.length === 0) return { ok: false, detail: `${label}: nothing to probe` };
+  if (bad.length) return { ok: false, detail: bad.map(([n, r]) => `${n}: ${r.outcome.toUpperCase()} (${r.how})`).join("; ") };
+  return { ok: true, detail: results.map(([n, r]) => `${n} ${r.how}`).join(", ") };
+}
+
+export const dnsQuery = () =>
+  // A minimal DNS query for "." NS: harmless if it ever got out.
+  Buffer.from([0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1]);
+
+/** What `promise` gives within `ms`, else `late()`. An answer already waiting when the time
+ * is up still counts: on a starved event loop libuv runs the due timer before it polls for
+ * the answer (a resolver's socket, the thread pool's lookup), so the verdict waits one poll. */
+export async function within(promise, ms, late) {
+  let timer;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise((resolve) => {
+        timer = setTimeout(() => setImmediate(() => resolve(late())), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

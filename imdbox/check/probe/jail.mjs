@@ -1,0 +1,396 @@
+// box check's probe, the home and the jail: a job's jail and Claude's sandbox (line 16), and root
+// in a user namespace (line 17).
+// One script with the other parts when it runs (imdbox/check/runner.py probe_source).
+import { spawn } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { cfg, tool, HOME, PORT, CONNECT_MS, TOOL_MS, REFUSALS, short, run, unusable } from "./base.mjs";
+import { iptablesAttempts, judgeAttempts } from "./box.mjs";
+
+// ------------------------------------------------------------------ the home and the jail
+
+// The secrets the home holds once set up. Paths follow the tools' own env vars.
+export function secretPaths() {
+  const claudeDir = process.env.CLAUDE_CONFIG_DIR || path.join(HOME, ".claude");
+  const imdDir = process.env.IDENTITYMD_HOME || path.join(HOME, ".identitymd");
+  return {
+    claudeDir,
+    imdDir,
+    claudeLogin: path.join(claudeDir, ".credentials.json"),
+    deviceKey: path.join(imdDir, "config.json"),
+    toolsEnv: path.join(imdDir, "tools.env"),
+    workRoot: path.join(imdDir, "work"),
+  };
+}
+
+export const CANARY = ".imd-box-check-canary";
+const CANARY_TEXT = "imd-box check canary: the read jail must not see this\n";
+
+/** A file that is not there yet, made for the test (never over a real one: O_EXCL). */
+function makeCanary(file, made) {
+  const dir = path.dirname(file);
+  const missing = [];
+  for (let d = dir; d !== path.dirname(d) && !fs.existsSync(d); d = path.dirname(d)) missing.unshift(d);
+  for (const d of missing) {
+    fs.mkdirSync(d, { mode: 0o700 });
+    made.push({ path: d });
+  }
+  fs.writeFileSync(file, CANARY_TEXT, { mode: 0o600, flag: "wx" });
+  made.push({ path: file, ino: fs.statSync(file).ino });
+}
+
+/** What the jail must not read (the real login, device key and tools.env, or a canary AT
+ * each path when it does not exist yet), a canary in another job's workspace and one in the
+ * home itself (the jail is the whole home, not a list of files), and the workspace of the job
+ * the jail runs for, which it must read: srt runs in it, as Claude Code runs a job's command. */
+function jailTargets(made) {
+  const p = secretPaths();
+  const secrets = [];
+  for (const [label, file] of [
+    ["the Claude login", p.claudeLogin],
+    ["the device key", p.deviceKey],
+    ["tools.env", p.toolsEnv],
+  ]) {
+    if (fs.existsSync(file)) {
+      secrets.push([label, file]);
+      continue;
+    }
+    makeCanary(file, made);
+    secrets.push([`${label} (canary)`, file]);
+  }
+  for (const [label, file] of [
+    ["another job's workspace", path.join(p.workRoot, `${CANARY}-other`, "file")],
+    ["the rest of the home", path.join(HOME, CANARY)],
+  ]) {
+    makeCanary(file, made);
+    secrets.push([label, file]);
+  }
+  const workspace = path.join(p.workRoot, CANARY);
+  const work = path.join(workspace, "file");
+  makeCanary(work, made);
+  return { secrets, work, workspace };
+}
+
+/** Remove what the test made, newest first, and forget it (the exit's pass touches only what
+ * a cut-off line left); a file replaced meanwhile (a login written while the check ran) is
+ * not ours any more and stays. */
+export function cleanup(made) {
+  for (const m of made.splice(0).reverse()) {
+    try {
+      if (m.ino === undefined) fs.rmdirSync(m.path);
+      else if (fs.statSync(m.path).ino === m.ino && fs.readFileSync(m.path, "utf8") === CANARY_TEXT) fs.unlinkSync(m.path);
+    } catch {}
+  }
+}
+
+/** A regular file's digest, read through the one descriptor it was checked on. Opened
+ * without waiting: a FIFO planted where a secret goes would block the probe's one thread
+ * on its open or its read, and every line with it. */
+function sha256(file) {
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile()) {
+      const kind = st.isFIFO() ? "fifo" : st.isDirectory() ? "directory" : st.isSocket() ? "socket" : "device";
+      throw Object.assign(new Error(`${file} is a ${kind}`), { code: "ENOTREG", kind });
+    }
+    return createHash("sha256").update(fs.readFileSync(fd)).digest("hex");
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Claude Code's managed settings, and why they do not make a read jail (null when they do). */
+function claudeSandboxSettings() {
+  const file = cfg.claude_settings;
+  let st, settings;
+  try {
+    st = fs.statSync(file);
+    settings = JSON.parse(fs.readFileSync(file, "utf8"));
+  } catch (e) {
+    return { file, why: `${file}: ${e.code || short(e.message, 80)}: Claude Code runs without managed settings` };
+  }
+  const sb = settings.sandbox || {};
+  const why = [];
+  if (st.uid !== 0 || st.mode & 0o022) why.push(`owned by uid ${st.uid}, mode ${(st.mode & 0o777).toString(8)} (imd could change it)`);
+  if (sb.enabled !== true) why.push("sandbox.enabled is not true");
+  if (sb.failIfUnavailable !== true) why.push("sandbox.failIfUnavailable is not true (Claude would run unsandboxed)");
+  if (sb.allowUnsandboxedCommands !== false) why.push("sandbox.allowUnsandboxedCommands is not false");
+  if (!Array.isArray(sb.filesystem?.denyRead)) why.push("no sandbox.filesystem.denyRead");
+  return { file, sandbox: sb, why: why.length ? `${file}: ${why.join("; ")}` : null };
+}
+
+// Every canary and folder the read jail's line makes, until removed. A line cut off at its
+// time limit (a tool that hangs) never gets to its own clean-up; the probe removes these
+// before it exits, or every later check would find them there (EEXIST: nothing proved).
+export const MADE = [];
+
+// A job's preview server and its clients, for line 16: files in the job's workspace, run
+// by the image's node in the job's jail. The server answers every request with a token, to
+// any origin (the browser's page is a file); the client prints what the server and the
+// internet URL gave it.
+const PREVIEW_TOKEN = randomBytes(8).toString("hex");
+const PREVIEW_SERVER = `const http = require("node:http");
+const s = http.createServer((q, r) => {
+  r.writeHead(200, { "content-type": "text/plain", "access-control-allow-origin": "*" });
+  r.end(process.argv[1]);
+});
+s.listen(0, "127.0.0.1", () => console.log("IMD-PREVIEW " + s.address().port));
+setTimeout(() => process.exit(0), ${TOOL_MS});
+`;
+const NET_CLIENT = `const get = async (what, url) => {
+  try {
+    const r = await fetch(url, { signal: AbortSignal.timeout(${CONNECT_MS * 2}), redirect: "manual" });
+    const text = await r.text();
+    return "IMD-NET " + what + " " + (what === "preview" ? text.trim() : r.status);
+  } catch (e) {
+    return "IMD-NET " + what + " " + ((e.cause && (e.cause.code || e.cause.message)) || e.name);
+  }
+};
+Promise.all([get("preview", process.argv[1]), get("internet", process.argv[2])]).then((l) => console.log(l.join("\\n")));
+`;
+
+/** A page for the browser: it reads each file by file:// and the preview by http://, and
+ * shows one line per read, a file's bytes in base64 (only a digest of them is kept). */
+function browserPage(files, previewUrl) {
+  return `<!doctype html><title>imd-box check</title><pre id="o"></pre><script>
+const out = [];
+for (const f of ${JSON.stringify(files)}) {
+  const x = new XMLHttpRequest();
+  try {
+    x.open("GET", "file://" + f, false);
+    x.overrideMimeType("text/plain; charset=x-user-defined");
+    x.send();
+    let bytes = "";
+    for (let i = 0; i < x.responseText.length; i++) bytes += String.fromCharCode(x.responseText.charCodeAt(i) & 255);
+    out.push("IMD-JAIL " + f + " " + btoa(bytes));
+  } catch {
+    out.push("IMD-JAIL " + f + " denied");
+  }
+}
+try {
+  const x = new XMLHttpRequest();
+  x.open("GET", ${JSON.stringify(previewUrl)}, false);
+  x.send();
+  out.push("IMD-NET preview " + (x.status === 200 ? x.responseText.trim() : "HTTP " + x.status));
+} catch (e) {
+  out.push("IMD-NET preview " + e.name);
+}
+document.getElementById("o").textContent = "\\n" + out.join("\\n") + "\\n";
+</script>
+`;
+}
+
+const digestOfBase64 = (b64) => createHash("sha256").update(Buffer.from(b64, "base64")).digest("hex");
+
+/** A server that runs until stopped: {url, stop} once it prints its port, else {why, stop}. */
+function startPreview(cmd, args, { cwd, env }) {
+  return new Promise((resolve) => {
+    let out = "";
+    let err = "";
+    const child = spawn(cmd, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const exited = new Promise((r) => child.once("close", r));
+    const stop = async () => {
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {}
+      await exited;
+    };
+    const give = (r) => {
+      clearTimeout(timer);
+      resolve(r);
+    };
+    const timer = setTimeout(() => {
+      give({ why: "srt in the job's jail timed out starting a preview server", stop });
+      stop();
+    }, TOOL_MS);
+    child.on("error", (e) => give({ why: `srt in the job's jail could not run: ${e.code || e}` }));
+    child.stderr.on("data", (d) => (err += d));
+    child.stdout.on("data", (d) => {
+      out += d;
+      const m = /IMD-PREVIEW (\d+)/.exec(out);
+      if (m) give({ url: `http://127.0.0.1:${m[1]}/`, stop });
+    });
+    child.on("close", (code) => give({ why: `srt in the job's jail did not start a preview server (exit ${code}): ${short(err || out, 160)}`, stop }));
+  });
+}
+
+export async function readJail() {
+  const claude = claudeSandboxSettings();
+  if (claude.why) return { ok: false, detail: claude.why };
+  let secrets, work, workspace;
+  try {
+    ({ secrets, work, workspace } = jailTargets(MADE));
+  } catch (e) {
+    cleanup(MADE);
+    return { ok: false, detail: `cannot set up the test in ${HOME} (${e.code || e}): nothing proved` };
+  }
+  let scratch, preview;
+  try {
+    // Control: the worker itself reads each file, so the jail's refusal means something.
+    const digest = {};
+    for (const [label, file] of [...secrets, ["the job's workspace", work]]) {
+      try {
+        digest[file] = sha256(file);
+      } catch (e) {
+        const why = e.kind ? `${file} is not a regular file (a ${e.kind})` : `the worker itself cannot read ${file} (${e.code})`;
+        return { ok: false, detail: `${label}: ${why}: nothing to prove` };
+      }
+    }
+    // The jail a Claude Code job runs in (worker/jail: the worker starts Claude Code through
+    // it), seen three ways from the job's workspace: by a job's commands, in Claude's sandbox
+    // (its library, srt, with the sandbox settings of the managed file: srt takes the same
+    // keys and ignores Claude's own); by Claude's own tools, which run in the jail outside
+    // that sandbox (a shell there); and by the browser Claude starts there (Chromium). srt's
+    // settings and the browser's page are files in the workspace, the one folder of the home
+    // the jail holds.
+    for (const name of ["jail", "srt", "sh", "chromium"]) if (!fs.existsSync(tool(name))) return { ok: false, detail: `${name} is missing from the box` };
+    const sb = claude.sandbox;
+    // srt refuses Claude's `*` in its own settings: an empty domain list gives the command the
+    // network namespace and proxy that worker/bwrap (the bwrapPath) drops, as for Claude's.
+    const srtSettings = {
+      ...sb,
+      network: { allowedDomains: [], deniedDomains: [] },
+      filesystem: { allowWrite: [], denyWrite: [], ...sb.filesystem },
+    };
+    scratch = fs.mkdtempSync(path.join(workspace, ".imd-box-check-"));
+    const settings = path.join(scratch, "srt-settings.json");
+    fs.writeFileSync(settings, JSON.stringify(srtSettings));
+    const inJail = (args) => [tool("jail"), ["claude", "--program", ...args], { cwd: workspace, env: { ...process.env, HOME } }];
+    const sandboxed = (...args) => inJail([process.execPath, tool("srt"), "--settings", settings, "--", ...args]);
+    // Each file is read, and through /proc/<pid>/root of this (outside) process; only a
+    // digest leaves the jail, never the content.
+    const viaProc = secrets.map(([, f]) => `/proc/${process.pid}/root${f}`);
+    const asked = [...secrets.map(([, f]) => f), ...viaProc, work];
+    const reads = `for f in "$@"; do d=$(${tool("sha256sum")} -- "$f" 2>/dev/null) && echo "IMD-JAIL $f \${d%% *}" || echo "IMD-JAIL $f denied"; done`;
+    // A job's work needs the network: a preview server one command starts, reached by the
+    // next command (which also fetches the internet URL) and by the browser.
+    const bad = [];
+    const [started, toolsRun] = await Promise.all([
+      startPreview(...sandboxed(process.execPath, "-e", PREVIEW_SERVER, PREVIEW_TOKEN)),
+      run(...inJail([tool("sh"), "-c", reads, "jail", ...asked])),
+    ]);
+    preview = started;
+    let sandboxRun, browserRun;
+    if (preview.why) bad.push(preview.why);
+    else {
+      const page = path.join(scratch, "page.html");
+      fs.writeFileSync(page, browserPage(asked, preview.url));
+      const next = `p=$1 i=$2 c=$3; shift 3; ${reads}; exec ${process.execPath} -e "$c" "$p" "$i"`;
+      [sandboxRun, browserRun] = await Promise.all([
+        run(...sandboxed(tool("sh"), "-c", next, "jail", preview.url, cfg.internet_url, NET_CLIENT, ...asked)),
+        // The page may read files (a flag no job's browser has): what the jail holds is all it
+        // can reach, so the jail, not Playwright's file:// guardrail, is what is proved.
+        run(...inJail([tool("chromium"), "--allow-file-access-from-files", "--dump-dom", `file://${page}`])),
+      ]);
+    }
+    const seenBy = (label, r, decode = (d) => d) => {
+      const why = unusable(label, r);
+      if (why) return { why };
+      const seen = {}; // path -> the digest seen, or "denied"; "net:<what>" -> how it went
+      for (const line of r.out.split("\n")) {
+        if (line.startsWith("IMD-NET ")) {
+          const [, what, ...how] = line.split(" ");
+          seen[`net:${what}`] = how.join(" ");
+        } else if (line.startsWith("IMD-JAIL ")) {
+          const at = line.lastIndexOf(" ");
+          const how = line.slice(at + 1);
+          seen[line.slice(9, at)] = how === "denied" ? how : decode(how);
+        }
+      }
+      if (r.code !== 0 || asked.some((f) => !(f in seen)))
+        return { why: `${label} did not start (exit ${r.code}): ${short(r.err || r.out, 160)}` };
+      return { seen };
+    };
+    const readBy = (seen, skip = () => false) => {
+      const read = [];
+      secrets.forEach(([label, f], i) => {
+        if (skip(label)) return;
+        if (seen[f] === digest[f]) read.push(`${label} at ${f}`);
+        if (seen[viaProc[i]] === digest[f]) read.push(`${label} through ${viaProc[i]}`);
+      });
+      return read;
+    };
+    // The jail holds the Claude login for Claude Code (its permission rules keep its tools
+    // from it); nothing else of the home may be there.
+    const login = (label) => label.startsWith("the Claude login");
+    const views = [
+      ["srt in the job's jail", sandboxRun, "the sandbox", () => false],
+      ["the job's jail", toolsRun, `the job's jail (${tool("jail")})`, login],
+      ["the browser in the job's jail", browserRun, "the browser in the job's jail", login],
+    ];
+    const seen = {};
+    for (const [label, r, who, skip] of views) {
+      if (!r) continue; // not run: no preview server to work with
+      const v = seenBy(label, r, label.startsWith("the browser") ? digestOfBase64 : undefined);
+      if (v.why) {
+        bad.push(v.why);
+        continue;
+      }
+      seen[label] = v.seen;
+      const read = readBy(v.seen, skip);
+      if (read.length) bad.push(`${who} READ ${read.join(", ")}${who === "the sandbox" ? ` (rules from ${claude.file})` : ""}`);
+      if (v.seen[work] !== digest[work])
+        bad.push(`${who} cannot read the job's own workspace either (${work}): not a jail a job can work in`);
+    }
+    const preview_ = `the preview server a sandboxed command started (${preview.url})`;
+    for (const [label, by] of [["srt in the job's jail", "the next command"], ["the browser in the job's jail", "the browser"]]) {
+      const got = (seen[label] || {})["net:preview"];
+      if (label in seen && got !== PREVIEW_TOKEN) bad.push(`${preview_} is out of reach of ${by} (${short(got || "no answer", 60)})`);
+    }
+    const net = (seen["srt in the job's jail"] || {})["net:internet"];
+    if ("srt in the job's jail" in seen && !/^\d+$/.test(net)) bad.push(`a sandboxed command cannot reach ${cfg.internet_url} (${short(net || "no answer", 60)})`);
+    if (bad.length) return { ok: false, detail: bad.join("; ") };
+    const labels = secrets.map(([l]) => l);
+    return {
+      ok: true,
+      detail:
+        `in a job's jail (${tool("jail")}), Claude's sandbox (srt, rules from ${claude.file}) cannot read ` +
+        `${labels.slice(0, -1).join(", ")} or ${labels.at(-1)} — nor through /proc/<pid>/root — and Claude's own tools ` +
+        `and its browser read none of them but the login; all three read the job's own workspace; the worker can; ` +
+        `a preview server one command started is reached by the next command and by the browser; a command gets ` +
+        `${cfg.internet_url} (${net})`,
+    };
+  } finally {
+    if (preview && preview.stop) await preview.stop();
+    if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
+    cleanup(MADE);
+  }
+}
+
+function nodeConnectScript(host, port, ms) {
+  return `import net from "node:net";const s=net.connect({host:${JSON.stringify(host)},port:${port}});
+const t=setTimeout(()=>{console.log("timeout");process.exit(0)},${ms});
+s.on("connect",()=>{console.log("reached connected");process.exit(0)});
+s.on("error",(e)=>{console.log((${JSON.stringify([...REFUSALS])}.includes(e.code)?"refused ":"reached ")+e.code);process.exit(0)});`;
+}
+
+export async function jailedRoot() {
+  const jails = [
+    ["unshare -U -r", [tool("unshare"), "-U", "-r", "--"]],
+    ["bwrap --uid 0", [tool("bwrap"), "--unshare-user", "--uid", "0", "--gid", "0", "--cap-add", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--"]],
+  ];
+  const parts = [];
+  let ok = true;
+  for (const [name, prefix] of jails) {
+    const who = await run(prefix[0], [...prefix.slice(1), tool("sh"), "-c", "id -u; grep CapEff /proc/self/status"]);
+    const why = unusable(path.basename(prefix[0]), who);
+    if (why || who.code !== 0 || !/^0\n/.test(who.out)) {
+      ok = false;
+      parts.push(`${name}: could not become root in a user namespace (${why || short(who.err, 80)})`);
+      continue;
+    }
+    const j = judgeAttempts(await iptablesAttempts(prefix));
+    if (!j.ok) ok = false;
+    parts.push(`${name}: ${j.detail}`);
+  }
+  // After those attempts, root in the jail still meets the wall.
+  const target = cfg.targets.jail_target;
+  const r = await run("unshare", ["-U", "-r", "--", process.execPath, "--input-type=module", "-e", nodeConnectScript(target, PORT, CONNECT_MS)]);
+  const why = unusable("unshare", r) || (r.code !== 0 || !r.out.trim() ? `exit ${r.code}: ${short(r.err, 80)}` : null);
+  const outcome = why ? `could not run (${why})` : short(r.out, 60);
+  if (why || !outcome.startsWith("refused")) ok = false;
+  parts.push(`${target}:${PORT} from the jail: ${outcome}`);
+  return { ok, detail: parts.join("; ") };
+}

@@ -1,0 +1,47 @@
+// box check's probe, every line run, each within its limit, and the one result line printed.
+// One script with the other parts when it runs (imdbox/check/runner.py probe_source).
+import { cfg, BROWSER_BUDGET_MS, BROWSER_SLACK_MS, short } from "./base.mjs";
+import { user, capabilities, noNewPrivs, seccomp, mounts, firewall, resources, secrets, readOnly, image } from "./box.mjs";
+import { mac, lan, tailscale, metadata, multicast, ipv6, dnsWall, internet, browser, hostAddrs } from "./network.mjs";
+import { cleanup, MADE, readJail, jailedRoot } from "./jail.mjs";
+
+// ------------------------------------------------------------------ run them all
+
+const CHECKS = {
+  user, capabilities, no_new_privs: noNewPrivs, seccomp, mounts, firewall, mac, lan, tailscale, metadata,
+  multicast, ipv6, dns: dnsWall, internet, browser, read_jail: readJail, jailed_root: jailedRoot, resources,
+  secrets, image, read_only: readOnly, host_addrs: hostAddrs,
+}; // prettier-ignore
+
+async function guarded(id, fn) {
+  // Each line's own limit; the browser's, the slowest, is its budget plus its slack.
+  const limit = BROWSER_BUDGET_MS + BROWSER_SLACK_MS + 1000;
+  let timer;
+  try {
+    return await Promise.race([
+      fn(),
+      new Promise((resolve) => {
+        timer = setTimeout(() => resolve({ ok: false, detail: `the probe timed out after ${limit} ms` }), limit);
+      }),
+    ]);
+  } catch (e) {
+    return { ok: false, detail: `the probe crashed: ${short(e && e.stack ? e.stack.split("\n")[0] : e, 150)}` };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// secrets reads modes before read_jail may add canaries beside them.
+const wanted = (cfg.only && cfg.only.length ? cfg.only : Object.keys(CHECKS)).filter((id) => CHECKS[id]);
+const secretsFirst = wanted.includes("secrets") ? guarded("secrets", CHECKS.secrets) : null;
+if (secretsFirst) await secretsFirst;
+const results = await Promise.all(
+  wanted.map(async (id) => {
+    const started = Date.now();
+    const r = id === "secrets" ? await secretsFirst : await guarded(id, CHECKS[id]);
+    return { id, ok: r.ok === true, detail: String(r.detail), ms: Date.now() - started };
+  }),
+);
+cleanup(MADE);
+process.stdout.write(`IMD-BOX-CHECK ${JSON.stringify({ results })}\n`);
+process.exit(0);

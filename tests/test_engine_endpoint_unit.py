@@ -154,8 +154,12 @@ def test_a_box_command_never_loads_paramiko_and_it_still_loads_when_read():
 def test_what_the_ssh_mends_patch_is_there():
     """sshfix patches docker-py's private ssh socket and connection pool: a docker-py
     without them would fail every ssh:// command, so the names are checked here."""
+    from importlib.metadata import version
+
     from docker.transport import sshconn
     from urllib3 import HTTPConnectionPool
 
+    pinned = next(line for line in (names.REPO_ROOT / "requirements.txt").read_text().splitlines() if "docker" in line)
+    assert pinned.split()[0] == f"docker[ssh]=={version('docker')}", "sshfix.py was written against the pinned one"
     assert callable(sshconn.SSHSocket.close) and callable(sshconn.SSHSocket.makefile)
     assert callable(HTTPConnectionPool._get_conn) and callable(HTTPConnectionPool._new_conn)

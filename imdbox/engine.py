@@ -129,9 +129,9 @@ def create_box(eng: Engine, flags: RunFlags):
     return eng.client.containers.create(**flags.sdk_kwargs())
 
 
-def stop_box(container) -> None:
-    """SIGTERM, then SIGKILL after STOP_TIMEOUT: the worker finishes its task cleanly."""
-    container.stop(timeout=STOP_TIMEOUT)
+def stop_box(container, timeout: int = STOP_TIMEOUT) -> None:
+    """SIGTERM, then SIGKILL after `timeout` s: the worker finishes its task cleanly."""
+    container.stop(timeout=timeout)
 
 
 def remove_box(container) -> None:

@@ -1,4 +1,4 @@
-"""What runs the box: start, stop, update, runtime, remove, and the box's shell.
+"""What runs the box: start, stop, update, runtime and remove.
 
 Every container made here takes its flags from RunFlags (through engine.flags).
 """
@@ -20,6 +20,8 @@ from .runflags import STOP_TIMEOUT
 from .settings import RUNTIMES, check_concurrency, parse_runtimes
 from .shell import print_shell_line
 
+FAILED_STOP_TIMEOUT = 10  # s: a box that did not start has no task to finish
+
 
 # ------------------------------------------------------------------ start / stop
 def start(cfg: Config) -> None:
@@ -37,14 +39,14 @@ def start(cfg: Config) -> None:
     settings_mod.read(eng)  # damaged settings: one line now, not a box that will not start
     hint_a_pairing_here(cfg)
     _refuse_if_seats_overfill(eng)
-    _recreate(eng, container)
+    _recreate(eng, container, graceful=False)  # its worker is not running: nothing to finish
 
 
-def _recreate(eng: Engine, container) -> None:
-    """The box made again from the image and the seat's settings: the old one (if any)
-    stopped and removed first, the volume as it is."""
+def _recreate(eng: Engine, container, graceful: bool) -> None:
+    """The box made again from the image and the seat's settings, the volume as it is: the
+    old one (if any) removed first, `graceful`: stopped first (its worker finishes its task)."""
     if container is not None:
-        if engine.is_running(container):
+        if graceful and engine.is_running(container):
             engine.stop_box(container)
         engine.remove_box(container)
     _create_and_start(eng)
@@ -118,6 +120,10 @@ def _create_and_start(eng: Engine) -> None:
     if not started:
         tail = "\n".join(logs.splitlines()[-15:])
         try:
+            # Stopped first, not killed: a worker Docker restarted may be writing its config
+            # (the device key) just now, and a kill between its truncate and its write would
+            # leave the file empty.
+            engine.stop_box(container, timeout=FAILED_STOP_TIMEOUT)
             engine.remove_box(container)
         except docker.errors.APIError:
             pass
@@ -222,7 +228,7 @@ def other_seats(eng: Engine) -> str:
 def runtime(
     cfg: Config, names_arg: Optional[str], concurrency: Optional[int], grok_key_file: Optional[Path] = None
 ) -> None:
-    wanted = parse_runtimes(names_arg) if names_arg else None
+    wanted = parse_runtimes(names_arg, cfg) if names_arg else None
     if concurrency is not None:
         check_concurrency(concurrency)
     key = read_key_file(grok_key_file) if grok_key_file else None
@@ -252,7 +258,7 @@ def runtime(
     run_install(eng, "agents", install_env(wanted, new_concurrency, passed=cfg.env), grok_key=key, again="runtime")
     if engine.is_running(container):
         ui.step("restarting the worker on " + " and ".join(wanted))
-        _recreate(eng, container)
+        _recreate(eng, container, graceful=True)
     ui.ok(f"runtime(s): {', '.join(wanted)}")
 
 

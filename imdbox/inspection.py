@@ -145,7 +145,7 @@ def _box_state(container) -> str:
 def _no_container(eng: Engine) -> str:
     """What it means that there is no container, plainly, and what to do."""
     volume.prefetch(eng, [engine.IMD_PATH, engine.WORKER_CONFIG_PATH])
-    if not engine.volume_exists(eng) or not volume.has(eng, engine.IMD_PATH):
+    if not volume.has(eng, engine.IMD_PATH):  # no volume: nothing in it
         return f"not created (run {setup_then_start(eng.cfg)})"
     if volume.has(eng, engine.WORKER_CONFIG_PATH):
         return (

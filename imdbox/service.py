@@ -157,7 +157,7 @@ RESUME_PATH = f"{names.HOME}/.imd-box/resume-after-update"
 
 
 def _resume_pending(eng: Engine) -> bool:
-    return engine.volume_exists(eng) and volume.read_file(eng, RESUME_PATH) == b"1\n"
+    return volume.read_file(eng, RESUME_PATH) == b"1\n"
 
 
 def _set_resume(eng: Engine, on: bool) -> None:

@@ -318,12 +318,12 @@ export async function readJail() {
     const views = [
       ["srt in the job's jail", sandboxRun, "the sandbox", () => false],
       ["the job's jail", toolsRun, `the job's jail (${tool("jail")})`, login],
-      ["the browser in the job's jail", browserRun, "the browser in the job's jail", login],
+      ["the browser in the job's jail", browserRun, "the browser in the job's jail", login, digestOfBase64],
     ];
     const seen = {};
-    for (const [label, r, who, skip] of views) {
+    for (const [label, r, who, skip, decode] of views) {
       if (!r) continue; // not run: no preview server to work with
-      const v = seenBy(label, r, label.startsWith("the browser") ? digestOfBase64 : undefined);
+      const v = seenBy(label, r, decode);
       if (v.why) {
         bad.push(v.why);
         continue;

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import pytest
+import xdist
 
-from tests.harness import schedule
 from tests.harness import topology as topo_mod
 from tests.harness.image import build_test_image
 from tests.harness.machine import Machine, free_worker_slots
@@ -34,15 +34,12 @@ from tests.harness.machine import Machine, free_worker_slots
 IN_CI = os.environ.get("CI", "").lower() == "true"
 ENGINE_RESTART = "engine_restart"
 ALONE = "alone"
-NOT_SIDE_BY_SIDE = (ENGINE_RESTART, ALONE)  # what a parallel run runs last, on a quiet machine
+NOT_SIDE_BY_SIDE = (ENGINE_RESTART, ALONE)  # what a parallel run leaves out, for a run with --alone
 WORLD = pytest.StashKey["_World"]()
 MAKER = pytest.StashKey[threading.Thread]()  # the controller's thread that makes the world
 GIVEN = pytest.StashKey[str]()  # the folder where a parallel run's controller hands its workers the world
-# The session fixtures that are the world: a test that asks for none of them (directly or
-# through another fixture) needs no engine, and takes seconds at most. (Every fixture that
-# asks for the world's `feed` asks for docker_client too; test_worker_scripts has a `feed`
-# of its own.)
-WORLD_FIXTURES = frozenset({"docker_client", "box_image", "topology", "set_up"})
+CONTROLLER = pytest.StashKey[bool]()  # this process is a parallel run's controller
+LEFT_OUT = pytest.StashKey[int]()  # how many tests a parallel run left out (NOT_SIDE_BY_SIDE)
 # How long a worker waits for the world: the controller may be building the image on a
 # fresh machine (minutes), and making the one real `box setup` after it.
 WORLD_WAIT = 3600.0
@@ -52,93 +49,58 @@ HANDED = ("world", "set_up")  # the parts a parallel run's controller hands its 
 HUNG_SIGNAL = signal.SIGUSR2
 
 
-LAST_ON_A_QUIET_MACHINE = (
-    "in a parallel run (-n) with --dist loadgroup, after every other test, on the one worker left once "
-    "the others have ended (tests/harness/schedule.py); with another --dist, not at all"
+APART = (
+    "a parallel run (-n) leaves it out, and a run with --alone runs it alone (scripts/test does, after the "
+    "parallel run)"
 )
 
 
 def pytest_addoption(parser):
+    marks = " or ".join(NOT_SIDE_BY_SIDE)
     parser.addoption(
-        "--store-durations",
+        "--alone",
         action="store_true",
-        help=f"write the seconds each test took to tests/harness/{schedule.DURATIONS.name}, by which a "
-        "parallel run gives out the longest first (store a whole run's)",
+        help=f"run only the tests marked {marks}, one at a time (a parallel run leaves them out)",
     )
 
 
 def pytest_configure(config):
-    if config.getoption("store_durations") and not _is_worker(config):
-        config.pluginmanager.register(schedule.StoreDurations(), "imdt-store-durations")
+    if config.getoption("alone") and config.getoption("numprocesses", None) and not _is_worker(config):
+        raise pytest.UsageError("--alone runs its tests one at a time, on a quiet machine: drop -n")
     config.addinivalue_line(
         "markers",
-        f"{ENGINE_RESTART}: restarts the Docker engine (as a Mac reboot would); runs after every other test "
-        f"of the session, so no other test is disturbed: {LAST_ON_A_QUIET_MACHINE}",
+        f"{ENGINE_RESTART}: restarts the Docker engine (as a Mac reboot would), so no other test may run "
+        f"beside it; it runs last: {APART}",
     )
     config.addinivalue_line(
-        "markers",
-        f"{ALONE}: measures a time the product promises, so it needs the machine to itself: {LAST_ON_A_QUIET_MACHINE}",
+        "markers", f"{ALONE}: measures a time the product promises, so it needs the machine to itself: {APART}"
     )
 
 
-def _loadgroup(config) -> bool:
-    """--dist loadgroup: a worker is told so in `loadgroup` (xdist sets its own `dist` to "no")."""
-    return bool(config.getvalue("loadgroup")) if _is_worker(config) else config.getvalue("dist") == "loadgroup"
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own, which names each test's group in its nodeid
+@pytest.hookimpl(trylast=True)  # after -k and -m have chosen
 def pytest_collection_modifyitems(config, items):
-    """Tests that restart the engine go last (in the order they were collected): only the
-    session's teardown and its leak sweep come after them. In a parallel run they, and the
-    tests that must run alone, are one group that runs after all others (schedule.AloneLast),
-    or, with a --dist other than loadgroup, none of them runs."""
+    """A parallel run's workers leave out the tests that must not share the machine; a run
+    with --alone runs only those. The tests that restart the engine go last (in the order
+    they were collected): only the session's teardown and its leak sweep come after them."""
+    apart = [item for item in items if any(item.get_closest_marker(m) for m in NOT_SIDE_BY_SIDE)]
     if _is_worker(config):
-        apart = [item for item in items if any(item.get_closest_marker(m) for m in NOT_SIDE_BY_SIDE)]
-        if not _loadgroup(config):
-            config.hook.pytest_deselected(items=apart)
-            items[:] = [item for item in items if item not in apart]
-        else:
-            for item in apart:
-                item.add_marker(pytest.mark.xdist_group(schedule.ALONE))
+        config.stash[LEFT_OUT] = len(apart)
+        _leave_out(config, items, apart)
+    elif config.getoption("alone"):
+        _leave_out(config, items, [item for item in items if item not in apart])
     last = [item for item in items if item.get_closest_marker(ENGINE_RESTART)]
     if last:
         items[:] = [item for item in items if item not in last] + last
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own tells the controller the collection is done
-def pytest_collection_finish(session):
-    """A parallel run's worker: the tests that need no world, by their final nodeids, for
-    the controller's scheduler (schedule.AloneLast gives them out first until the world is
-    made). Every worker collects the same tests and writes the same list."""
-    config = session.config
-    if not _is_worker(config) or not _loadgroup(config):
-        return
-    free = [item.nodeid for item in session.items if not _needs_world(item)]
-    _write_whole(_part(config.workerinput["imdt_world"], "free"), free)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config, log):  # pytest-xdist: --dist loadgroup, the ALONE group last
-    if not _loadgroup(config):
-        return None
-    folder = config.stash[GIVEN]
-
-    def free() -> frozenset:  # asked only until the world is made: a small file, read each time
-        path = _part(folder, "free")
-        return frozenset(json.loads(path.read_text())) if path.exists() else frozenset()
-
-    return schedule.AloneLast(
-        config, log, ready=_part(folder, "world").exists, free=free, durations=schedule.read_durations()
-    )
-
-
-def _needs_world(item) -> bool:
-    return bool(WORLD_FIXTURES & set(item.fixturenames))
+def _leave_out(config, items: list, left_out: list) -> None:
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if item not in left_out]
 
 
 def _part(folder, part: str) -> Path:
-    """Where a part the controller hands over (HANDED) is, or the workers' list of the tests
-    that need no world ("free")."""
+    """Where a part the controller hands over (HANDED) is."""
     return Path(folder) / f"{part}.json"
 
 
@@ -350,15 +312,12 @@ def _is_worker(config) -> bool:
     return hasattr(config, "workerinput")
 
 
-def _is_controller(config) -> bool:
-    return config.pluginmanager.hasplugin("dsession")  # pytest-xdist's, under -n
-
-
 def pytest_sessionstart(session):
     config = session.config
     world = _World(config.workerinput.get("imdt_world") if _is_worker(config) else None)
     config.stash[WORLD] = world
-    if _is_controller(config):
+    config.stash[CONTROLLER] = xdist.is_xdist_controller(session)
+    if config.stash[CONTROLLER]:
         folder = Path(tempfile.mkdtemp(prefix="imdt-world-"))
         config.stash[GIVEN] = str(folder)
         config.stash[MAKER] = world.hand_over(folder)
@@ -369,14 +328,22 @@ def pytest_configure_node(node):  # pytest-xdist: what each worker starts with
     node.workerinput["imdt_world"] = node.config.stash[GIVEN]
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):  # pytest-xdist: a worker ended, with its `workeroutput`
+    left_out = getattr(node, "workeroutput", {}).get("imdt_left_out", 0)
+    node.config.stash[LEFT_OUT] = max(node.config.stash.get(LEFT_OUT, 0), left_out)
+
+
 def pytest_sessionfinish(session):
+    if _is_worker(session.config):
+        session.config.workeroutput["imdt_left_out"] = session.config.stash.get(LEFT_OUT, 0)
     world = session.config.stash.get(WORLD, None)
     if world is None:
         return
     maker = session.config.stash.get(MAKER, None)
     if maker is not None and not world.hung:  # a run cut short while the world is made: it ends whole
         maker.join()
-    if _is_controller(session.config):
+    if session.config.stash[CONTROLLER]:
         shutil.rmtree(session.config.stash[GIVEN], ignore_errors=True)
     world.end()
     if world.leaked or world.hung:
@@ -402,9 +369,11 @@ def pytest_terminal_summary(terminalreporter, config):
         write("removed what a killed test run left: " + ", ".join(world.machine.stale), yellow=True)
     if world.leaked:
         write("FAILED: tests left these behind (now removed): " + ", ".join(world.leaked), red=True, bold=True)
-    if _is_controller(config) and not _loadgroup(config):
+    if config.stash.get(LEFT_OUT, 0) and config.stash[CONTROLLER]:
         marks = " or ".join(NOT_SIDE_BY_SIDE)
-        write(f"tests marked {marks} run only with --dist loadgroup: run them alone with -m '{marks}'")
+        write(
+            f"{config.stash[LEFT_OUT]} tests marked {marks} were left out of this parallel run: run them with --alone"
+        )
 
 
 def _from_world(name: str, what: str):

@@ -14,10 +14,10 @@ from .layout import BROWSER_DIR, NODE
 LAUNCHER = f"{BROWSER_DIR}/playwright-mcp"
 # `box check` line 15, "the browser": run as `imd`, behind the walls, by the image's node.
 CHECK_SCRIPT = f"{BROWSER_DIR}/check.mjs"
-# The line's time budget: check.mjs is given it and gives up (reports FAIL) after it. The line
-# takes 1.2-1.8 s on an idle machine (two cores) and went past 5 s with three other checks on
-# those cores: a Mac whose worker is busy with jobs is such a machine, and a slow browser is no
-# open wall. A healthy box's whole check still ends in under 10 s (tests/test_check.py).
+# The line's time budget: check.mjs is given it and gives up (reports FAIL) after it. Far more
+# than an idle machine needs, because the line shares its cores with the other checks, and a
+# Mac whose worker is busy with jobs is slower still: a slow browser is no open wall. A healthy
+# box's whole check still ends in under 10 s (tests/test_check.py).
 CHECK_SECONDS = 10
 # Debian's chromium-headless-shell; the /usr/bin name is a wrapper script around it.
 HEADLESS_SHELL = "/usr/lib/chromium/chromium-headless-shell"

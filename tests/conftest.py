@@ -352,8 +352,8 @@ def pytest_sessionfinish(session):
 
 def pytest_unconfigure(config):
     """The run is over. pytest's unraisable-exception plugin collects garbage five times
-    after this, to find a late __del__ that raised: over a worker's whole heap that took
-    4 s of the last worker's exit, with the run waiting for it. What is here now was made
+    after this, to find a late __del__ that raised: over a worker's whole heap, seconds of
+    the last worker's exit, with the run waiting for it. What is here now was made
     during the run, and each test's own unraisable exceptions were caught as it ran."""
     gc.freeze()  # what exists now is left out of those collections
 

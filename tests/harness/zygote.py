@@ -39,8 +39,8 @@ PRELOAD = ("docker", "docker.errors", "requests", "requests.exceptions", "typer"
 # read them when called, not when imported. Any other difference (PYTHON*, HOME for
 # the user site, LANG for the streams' encoding) gets a server of its own.
 # PYTEST_CURRENT_TEST is pytest's, in every test's environment and new in each phase of
-# each test: keyed on it, every test started servers of its own (80 in a run, each
-# 0.45 s of CPU importing) instead of forking from its process's one.
+# each test: keyed on it, every test would start a server of its own, importing all of
+# PRELOAD, instead of forking from its process's one.
 CALL_TIME_ENV = (
     "PATH", "NO_COLOR", "COLUMNS", "DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "PYTEST_CURRENT_TEST",
 )  # fmt: skip

@@ -239,3 +239,11 @@ def test_a_probe_whose_output_the_engine_lost_is_asked_again():
     box = _LosesOutputOnce(refused)
     assert boxes.http_probe(box, "http://198.51.100.129/") == boxes.Probe("refused", "No route to host")
     assert box.calls == 2
+
+
+def test_a_read_whose_output_the_engine_lost_is_asked_again_and_a_plain_run_is_not():
+    answer = b"198.51.100.10   imdt-listener-internet\n"
+    assert boxes.run(_LosesOutputOnce(answer), ["getent", "hosts", "imdt-listener-internet"])[1] == ""
+    box = _LosesOutputOnce(answer)
+    assert boxes.read(box, ["getent", "hosts", "imdt-listener-internet"])[1] == answer.decode()
+    assert box.calls == 2

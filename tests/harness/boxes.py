@@ -216,15 +216,22 @@ def classify_curl(code: int, out: str) -> Probe:
 PROBE_TRIES = 3
 
 
-def http_probe(container, url: str, user: str = "imd", seconds: int = 3) -> Probe:
-    # -v: curl 8 says only "Could not connect"; the verbose lines carry the errno. They come
-    # before anything else ("* Trying"), so a probe with no output lost it: it is asked again
-    # (a GET to one of the harness's own listeners, which changes nothing).
+def read(container, cmd: Sequence[str], user: str = "imd", timeout: int = 20) -> tuple[int, str]:
+    """`run` for a command that always prints something and changes nothing: one that came
+    back with no output lost it, and is asked again."""
     for _ in range(PROBE_TRIES):
-        code, out = run(container, ["curl", "-sS", "-v", "-g", "-m", str(seconds), url], user=user, timeout=seconds + 5)
+        code, out = run(container, cmd, user=user, timeout=timeout)
         if out.strip():
             break
-    return classify_curl(code, out)
+    return code, out
+
+
+def http_probe(container, url: str, user: str = "imd", seconds: int = 3) -> Probe:
+    # -v: curl 8 says only "Could not connect"; the verbose lines carry the errno. They come
+    # before anything else ("* Trying"), so a probe always prints (a GET to one of the
+    # harness's own listeners, which changes nothing).
+    cmd = ["curl", "-sS", "-v", "-g", "-m", str(seconds), url]
+    return classify_curl(*read(container, cmd, user=user, timeout=seconds + 5))
 
 
 def pid_of(container, pattern: str) -> int:

@@ -35,11 +35,13 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 ENGINE_RESTART = "engine_restart"
 ALONE = "alone"
 NOT_SIDE_BY_SIDE = (ENGINE_RESTART, ALONE)  # what a parallel run leaves out, for a run with --alone
+MARKS = " or ".join(NOT_SIDE_BY_SIDE)
 WORLD = pytest.StashKey["_World"]()
 MAKER = pytest.StashKey[threading.Thread]()  # the controller's thread that makes the world
 GIVEN = pytest.StashKey[str]()  # the folder where a parallel run's controller hands its workers the world
 CONTROLLER = pytest.StashKey[bool]()  # this process is a parallel run's controller
-LEFT_OUT = pytest.StashKey[int]()  # how many tests a parallel run left out (NOT_SIDE_BY_SIDE)
+LEFT_OUT = pytest.StashKey[int]()  # the controller's: how many tests its workers left out (NOT_SIDE_BY_SIDE)
+WORKER_LEFT_OUT = "imdt_left_out"  # the same, in each worker's `workeroutput`
 # How long a worker waits for the world: the controller may be building the image on a
 # fresh machine (minutes), and making the one real `box setup` after it.
 WORLD_WAIT = 3600.0
@@ -56,11 +58,10 @@ APART = (
 
 
 def pytest_addoption(parser):
-    marks = " or ".join(NOT_SIDE_BY_SIDE)
     parser.addoption(
         "--alone",
         action="store_true",
-        help=f"run only the tests marked {marks}, one at a time (a parallel run leaves them out)",
+        help=f"run only the tests marked {MARKS}, one at a time (a parallel run leaves them out)",
     )
 
 
@@ -84,7 +85,7 @@ def pytest_collection_modifyitems(config, items):
     they were collected): only the session's teardown and its leak sweep come after them."""
     apart = [item for item in items if any(item.get_closest_marker(m) for m in NOT_SIDE_BY_SIDE)]
     if _is_worker(config):
-        config.stash[LEFT_OUT] = len(apart)
+        config.workeroutput[WORKER_LEFT_OUT] = len(apart)  # pytest-xdist hands it to the controller
         _leave_out(config, items, apart)
     elif config.getoption("alone"):
         _leave_out(config, items, [item for item in items if item not in apart])
@@ -330,13 +331,11 @@ def pytest_configure_node(node):  # pytest-xdist: what each worker starts with
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error):  # pytest-xdist: a worker ended, with its `workeroutput`
-    left_out = getattr(node, "workeroutput", {}).get("imdt_left_out", 0)
+    left_out = getattr(node, "workeroutput", {}).get(WORKER_LEFT_OUT, 0)
     node.config.stash[LEFT_OUT] = max(node.config.stash.get(LEFT_OUT, 0), left_out)
 
 
 def pytest_sessionfinish(session):
-    if _is_worker(session.config):
-        session.config.workeroutput["imdt_left_out"] = session.config.stash.get(LEFT_OUT, 0)
     world = session.config.stash.get(WORLD, None)
     if world is None:
         return
@@ -369,10 +368,9 @@ def pytest_terminal_summary(terminalreporter, config):
         write("removed what a killed test run left: " + ", ".join(world.machine.stale), yellow=True)
     if world.leaked:
         write("FAILED: tests left these behind (now removed): " + ", ".join(world.leaked), red=True, bold=True)
-    if config.stash.get(LEFT_OUT, 0) and config.stash[CONTROLLER]:
-        marks = " or ".join(NOT_SIDE_BY_SIDE)
+    if config.stash.get(LEFT_OUT, 0):
         write(
-            f"{config.stash[LEFT_OUT]} tests marked {marks} were left out of this parallel run: run them with --alone"
+            f"{config.stash[LEFT_OUT]} tests marked {MARKS} were left out of this parallel run: run them with --alone"
         )
 
 

@@ -24,8 +24,8 @@ class _Item:
 class _Config:
     def __init__(self, worker: bool, alone: bool = False):
         if worker:
-            self.workerinput = {}
-        self.alone, self.deselected, self.stash = alone, [], {}
+            self.workerinput, self.workeroutput = {}, {}
+        self.alone, self.deselected = alone, []
         self.hook = type("Hook", (), {"pytest_deselected": lambda _, items: self.deselected.extend(items)})()
 
     def getoption(self, name):
@@ -48,7 +48,7 @@ def test_a_parallel_runs_workers_leave_out_the_tests_that_need_the_machine_alone
     config = _Config(worker=True)
     assert _split(config, [RESTART, *OTHERS, TIMED]) == OTHERS
     assert config.deselected == [RESTART, TIMED]
-    assert config.stash[conftest.LEFT_OUT] == 2  # the controller's summary says so
+    assert config.workeroutput[conftest.WORKER_LEFT_OUT] == 2  # the controller's summary says so
 
 
 def test_with_alone_only_they_run_and_the_engines_restart_last():

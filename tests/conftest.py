@@ -294,9 +294,16 @@ class _World:
 
     def end(self) -> None:
         """Everything this world made goes, in the reverse order it was made; on a stuck engine
-        nothing can go (each call would only wait out its timeout): the next run sweeps it."""
+        nothing can go (each call would only wait out its timeout): the next run sweeps it. An
+        engine gone by now fails the run with one line, as a stuck one does."""
+        import docker
+        import requests
+
         if not self.hung:
-            self._stack.close()
+            try:
+                self._stack.close()
+            except (requests.exceptions.ConnectionError, docker.errors.DockerException) as exc:
+                self.hung = f"the Docker engine went away before the run could clean up: {exc}"
 
 
 def _wait_for(path: Path) -> dict:

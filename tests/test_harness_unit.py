@@ -247,3 +247,21 @@ def test_a_read_whose_output_the_engine_lost_is_asked_again_and_a_plain_run_is_n
     box = _LosesOutputOnce(answer)
     assert boxes.read(box, ["getent", "hosts", "imdt-listener-internet"])[1] == answer.decode()
     assert box.calls == 2
+
+
+def _raises(exc: Exception):
+    def callback():
+        raise exc
+
+    return callback
+
+
+def test_an_engine_gone_at_the_end_fails_the_run_in_one_line_and_a_harness_bug_still_raises(stub_world):
+    world = stub_world()
+    world._stack.callback(_raises(requests.exceptions.ConnectionError("socket gone")))
+    world.end()  # no traceback: the summary's FAILED line, and the run's exit status
+    assert world.hung == "the Docker engine went away before the run could clean up: socket gone"
+    twin = stub_world()
+    twin._stack.callback(_raises(TypeError("a bug of the harness")))
+    with pytest.raises(TypeError):
+        twin.end()

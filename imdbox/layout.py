@@ -17,6 +17,8 @@ JAIL = f"{WORKER_DIR}/jail"
 CLAUDE_JAIL = f"{WORKER_DIR}/claude"
 CODEX_JAIL = f"{WORKER_DIR}/codex"
 SANDBOX_BWRAP = f"{WORKER_DIR}/bwrap"
+# The git and forge the worker runs on a job's tree (first on its PATH): each in that job's jail.
+HANDS_DIR = f"{WORKER_DIR}/hands"
 NODE = "/usr/local/bin/node"
 # Claude Code's managed settings (image/claude-code/): its sandbox, the read jail.
 CLAUDE_SETTINGS = "/etc/claude-code/managed-settings.json"

@@ -21,8 +21,8 @@ PACKAGES = (
     "util-linux", "libcap2-bin", "ripgrep", "chromium-headless-shell", "fonts-liberation",
 )  # fmt: skip
 # Root runs these (the entrypoint, the firewall, the privilege drop, the health check),
-# and the worker runs its jobs in these (the jail, its sandbox's bubblewrap): root's, and
-# nobody else may write them.
+# and the worker runs its jobs in these (the jail, its sandbox's bubblewrap, its own git and
+# forge): root's, and nobody else may write them.
 ROOT_RUNS = (
     "/usr/local/bin/entrypoint.sh",
     f"{layout.LIB}/firewall/init-firewall.sh",
@@ -35,6 +35,8 @@ ROOT_RUNS = (
     layout.CLAUDE_JAIL,
     layout.CODEX_JAIL,
     layout.SANDBOX_BWRAP,
+    f"{layout.HANDS_DIR}/git",
+    f"{layout.HANDS_DIR}/forge",
 )
 
 

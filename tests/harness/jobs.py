@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from imdbox.layout import BROWSER_DIR
+from imdbox.layout import BROWSER_DIR, HANDS_DIR
 from tests.harness import boxes
 from tests.harness.topology import NO_HEALTHCHECK
 
@@ -204,7 +204,8 @@ def play(
             **(env or {}),
         }
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        unjail = "" if jailed else "unset IDENTITYMD_CLAUDE_BIN; "
+        # Unjailed: neither the launcher nor the worker's hands (worker/hands) on its PATH.
+        unjail = "" if jailed else f"unset IDENTITYMD_CLAUDE_BIN; export PATH=${{PATH#{HANDS_DIR}:}}; "
         # The prompt reaches the CLI's command line only, as the worker passes it: this run's
         # own processes (timeout, the shell) hold a file's name, in the box's /tmp, not the prompt.
         prompt_file = f"/tmp/imdt-prompt-{uuid.uuid4().hex}"

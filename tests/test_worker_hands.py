@@ -1,0 +1,183 @@
+"""The worker's own hands: what the released worker does with a code task's tree before and
+after its agent (git, forge, its reads, findings and deletions: tests/harness/worker_steps.mjs)
+runs on the attacker's input. A hostile job, played by the real Claude Code through the box's
+launcher, plants every way the tree can steer those steps; the stand-in worker then does them,
+as the worker runs them in the box (its PATH, its environment with tools.env's keys).
+
+Nothing of the home may reach what the worker sends, a tool result or a file outside the
+workspace. The breaking twin is the same job and the same steps without the box's defence (the
+plain `claude`, git and forge): each vector leaks there.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import uuid
+from pathlib import Path
+
+import pytest
+
+from imdbox.browser import TOOLS as BROWSER_TOOLS
+from imdbox.layout import HANDS_DIR
+from tests.harness import agents as agents_mod
+from tests.harness import boxes, jobs
+from tests.harness.boxes import as_imd
+from tests.harness.jobs import HOME, WORK_ROOT
+
+pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.XDIST_GROUP)]
+
+STEPS_JS = Path(__file__).with_name("harness").joinpath("worker_steps.mjs").read_text()
+SOLC_JS = Path(__file__).with_name("harness").joinpath("solc.js").read_text()
+SOLC = "0.8.37"  # solc-js from npm, behind solc's command line (tests/harness/solc.js)
+DEVICE_KEY = f"{HOME}/.identitymd/config.json"
+TOOLS_ENV = f"{HOME}/.identitymd/tools.env"
+TOOL_KEY = "IMDT_TOOL_KEY"
+OTHER = f"{WORK_ROOT}/job-2/node-1"  # another job's workspace
+COUNTER_SOL = (
+    "// SPDX-License-Identifier: MIT\npragma solidity ^0.8.20;\ncontract Counter {\n    uint256 public number;\n}\n"
+)
+
+
+@pytest.fixture(scope="module")
+def box(docker_client, box_image, agents):
+    """A walled box on Docker's bridge (npm in reach for solc-js), solc-js where forge looks."""
+    container = boxes.start_walled(docker_client, box_image, None, volume=agents, alone_on="bridge")
+    try:
+        svm = f"{HOME}/.svm/{SOLC}"
+        code, out = as_imd(
+            container,
+            f"mkdir -p {svm} && cd {svm} && npm install -s --no-audit --no-fund --no-update-notifier solc@{SOLC} 2>&1"
+            f" && printf %s {shlex.quote(SOLC_JS)} > solc-{SOLC} && chmod 700 solc-{SOLC}",
+            timeout=180,
+        )
+        assert code == 0, out
+        yield container
+    finally:
+        as_imd(container, f"rm -rf {HOME}/.svm")
+        container.remove(force=True)
+
+
+@pytest.fixture
+def marks(box):
+    """The device key and a tool key (tools.env), each a mark of its own, and another job's
+    folder that the worker's deletions must not reach."""
+    marks = {"device key": jobs.mark("device key"), "tool key": jobs.mark("tool key")}
+    jobs.seed(
+        box,
+        {
+            DEVICE_KEY: json.dumps({"deviceKey": marks["device key"]}),
+            TOOLS_ENV: f"{TOOL_KEY}={marks['tool key']}\n",
+            f"{OTHER}/scratch/keep": "another job's",
+        },
+    )
+    yield marks
+    as_imd(box, f"pkill -f [i]mdt-swap; rm -rf {HOME}/.identitymd {HOME}/.npm-global/reads {HOME}/.claude/projects")
+
+
+def task(box, marks) -> tuple[str, dict]:
+    """A code task's origin (in its job's folder) with a committed link, and the task."""
+    job = f"{WORK_ROOT}/{uuid.uuid4()}"
+    space = f"{job}/{uuid.uuid4()}"
+    origin = f"{job}/origin.git"
+    script = f"""set -e
+mkdir -p {space} && g=$(mktemp -d) && cd $g && /usr/bin/git init -q -b main .
+mkdir src && printf %s {shlex.quote(COUNTER_SOL)} > src/Counter.sol
+printf '[profile.default]\\nsrc = "src"\\n' > foundry.toml
+ln -s {HOME}/.npm-global .imd
+/usr/bin/git add -A && /usr/bin/git -c user.name=t -c user.email=t@t commit -qm base
+/usr/bin/git clone -q --bare . {origin} && /usr/bin/git rev-parse HEAD"""
+    code, out = as_imd(box, script)
+    assert code == 0, out
+    return space, {"repo": origin, "base": out.strip().splitlines()[-1], "reads": {".imd/reads/brief.md": "the brief"}}
+
+
+def steps(box, phase: str, space: str, spec: dict, *, defended: bool) -> dict:
+    """The stand-in worker's steps, as the worker runs them in the box: its PATH (the box's
+    hands first), its environment."""
+    path = "" if defended else f"PATH=${{PATH#{HANDS_DIR}:}} "
+    js = f"/tmp/imdt-steps-{uuid.uuid4().hex}.mjs"
+    script = (
+        f"printf %s {shlex.quote(STEPS_JS)} > {js} && cd {WORK_ROOT} && "
+        f"{path}node {js} {phase} {space} {shlex.quote(json.dumps(spec))}; code=$?; rm -f {js}; exit $code"
+    )
+    code, out = as_imd(box, script, timeout=240)
+    assert code == 0 and "\nsent " in f"\n{out}", out
+    return json.loads(out.split("sent ", 1)[1].splitlines()[0])
+
+
+# What the job plants, each a way its tree steers the worker's steps; and what it tries for
+# the tool key. A loop that outlives the CLI keeps a link to the worker's code in place.
+NESTED = f"""set -e
+git init -q vendor/sub && cd vendor/sub
+git config core.fsmonitor 'cat {DEVICE_KEY} > ../../leak-fsmonitor.txt; env >> ../../leak-fsmonitor.txt; echo'
+git config filter.imdt.clean 'cat {DEVICE_KEY} > ../../leak-filter.txt; cat'
+echo '* filter=imdt' > .gitattributes && echo x > f
+git -c user.name=j -c user.email=j@j add -A && git -c user.name=j -c user.email=j@j commit -qm sub
+cd ../.. && git add vendor/sub && echo nested"""
+PLANT = f"""rm plant.sh; ln -s {DEVICE_KEY} src/Leak.sol && ln -s {DEVICE_KEY} .imd-findings.json
+rm -f .imd && ln -s {HOME}/.npm-global .imd && ln -s {OTHER} test && echo planted"""
+SWAP = f"setsid nohup sh -c 'while :; do ln -sfn {HOME}/.npm-global .imd; sleep 0.05; done; : imdt-swap' >/dev/null 2>&1 & echo swapping"
+
+
+def hostile_steps() -> list:
+    return [
+        [jobs.bash(NESTED)],
+        [jobs.tool("Write", file_path="plant.sh", content=PLANT)],
+        [jobs.bash("bash plant.sh")],
+        [jobs.bash(SWAP)],
+        [jobs.bash(f"printenv {TOOL_KEY}; tr '\\0' '\\n' < /proc/self/environ | grep {TOOL_KEY}; echo env-done")],
+        [jobs.tool("Read", file_path="/proc/self/environ")],
+        [jobs.tool("mcp__browser__browser_navigate", url="file:///proc/self/environ")],
+    ]
+
+
+def job_and_steps(docker_client, box_image, box, marks, *, defended: bool):
+    space, spec = task(box, marks)
+    before = steps(box, "before", space, spec, defended=defended)
+    run = jobs.play(
+        docker_client,
+        box_image,
+        box,
+        hostile_steps(),
+        cwd=space,
+        browser=BROWSER_TOOLS,
+        jailed=defended,
+        env={TOOL_KEY: marks["tool key"]},  # the worker's environment holds tools.env's keys
+    )
+    assert run.code == 0, str(run)
+    after = steps(box, "after", space, spec, defended=defended)
+    job = space.rsplit("/", 1)[0]
+    _, files = as_imd(box, f"grep -rIl -e {marks['device key']} -e {marks['tool key']} {job}; true")
+    _, outside = as_imd(
+        box, f"for p in {HOME}/.npm-global/reads {OTHER}/scratch; do [ -e $p ] && echo there $p || echo gone $p; done"
+    )
+    return run, before, after, files, outside
+
+
+def found(text: str, marks: dict) -> set:
+    return {label for label, mark in marks.items() if mark in text}
+
+
+def test_a_hostile_jobs_tree_steers_the_worker_to_nothing_of_the_home(docker_client, box_image, box, marks):
+    run, before, after, files, outside = job_and_steps(docker_client, box_image, box, marks, defended=True)
+    assert found(json.dumps(run.results), marks) == set(), str(run)
+    assert found(json.dumps(before), marks) == set() and found(json.dumps(after), marks) == set(), after
+    assert files.strip() == "", files
+    # Nothing written through a link, nothing deleted through one.
+    assert outside.split("\n")[:2] == [f"gone {HOME}/.npm-global/reads", f"there {OTHER}/scratch"], outside
+    # The job still got its work done: the worker built its contract with a real compiler.
+    assert after["localChecks"][0]["name"] == "build" and after["localChecks"][0]["passed"], after
+    code, out = as_imd(box, "pgrep -f [i]mdt-swap || echo none")
+    assert out.strip() == "none", out  # the loop that outlived the CLI went with it
+
+
+def test_without_the_defence_the_same_tree_leaks_each_way(docker_client, box_image, box, marks):
+    run, before, after, files, outside = job_and_steps(docker_client, box_image, box, marks, defended=False)
+    assert "tool key" in found(json.dumps(run.results), marks), str(run)
+    # Written through .imd, deleted through test/.
+    assert outside.split("\n")[:2] == [f"there {HOME}/.npm-global/reads", f"gone {OTHER}/scratch"], outside
+    assert "device key" in found(after.get(".imd-findings.json", ""), marks), after
+    checks = json.dumps(after.get("localChecks", [])) + after.get("fmt", "")
+    assert "device key" in found(checks, marks), after  # forge followed src/Leak.sol
+    assert "leak-fsmonitor.txt" in files or "leak-filter.txt" in files, files  # git ran the nested repo's config

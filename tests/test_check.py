@@ -197,7 +197,7 @@ def test_healthy_box_every_line_ok_in_under_10s(check, has_browser):
         assert "missing from the image" in healthy.by_id("browser").detail
     else:
         assert failed == set(), show(healthy)
-    assert [r.number for r in healthy.results] == list(range(1, 23))
+    assert [r.number for r in healthy.results] == list(range(1, 24))
     assert healthy.seconds <= 10, f"took {healthy.seconds:.1f} s"
 
 
@@ -261,10 +261,12 @@ def test_1_user_root_in_the_box(check, has_browser):
     report = check(
         patch=drop_with("--reuid=imd --regid=imd --init-groups", "--reuid=0 --regid=0 --clear-groups"), browser=True
     )
-    # Root without capabilities cannot enter imd's 700 home to set up the read jail's test (16),
-    # nor map uid 0 into a user namespace without CAP_SETFCAP (17); Chromium's sandbox fails too.
-    expect_failed(report, {"user", "read_jail", "jailed_root"}, has_browser, browser_fails=True)
+    # Root without capabilities cannot enter imd's 700 home to set up the read jail's test (16)
+    # or the worker's hands' (23), nor map uid 0 into a user namespace without CAP_SETFCAP (17);
+    # Chromium's sandbox fails too.
+    expect_failed(report, {"user", "read_jail", "jailed_root", "worker_hands"}, has_browser, browser_fails=True)
     assert "cannot set up the test" in report.by_id("read_jail").detail
+    assert "cannot set up the test" in report.by_id("worker_hands").detail
     assert "could not become root in a user namespace" in report.by_id("jailed_root").detail
     assert "uid 0" in report.by_id("user").detail
 
@@ -328,11 +330,12 @@ def test_5_host_folder_and_docker_socket_mounted(check, has_browser, tmp_path):
 def test_6_worker_keeps_net_admin_and_reads_the_rules(check, has_browser):
     keep = "--inh-caps=-all,+net_admin --ambient-caps=-all,+net_admin --bounding-set=-all,+net_admin --no-new-privs"
     report = check(patch=drop_with(DROP, keep))
-    # bubblewrap refuses to run for a caller holding capabilities: no read jail (16) and no
-    # jailed root through bwrap (17) to prove anything with.
-    expect_failed(report, {"capabilities", "firewall", "read_jail", "jailed_root"}, has_browser)
+    # bubblewrap refuses to run for a caller holding capabilities: no read jail (16), no
+    # jailed root through bwrap (17) and no jail for the worker's hands (23) to prove anything with.
+    expect_failed(report, {"capabilities", "firewall", "read_jail", "jailed_root", "worker_hands"}, has_browser)
     assert "ALLOWED: list, list v6, add a chain, flush" in report.by_id("firewall").detail
     assert "Unexpected capabilities" in report.by_id("read_jail").detail
+    assert "Unexpected capabilities" in report.by_id("worker_hands").detail
 
 
 def test_6_no_firewall_at_all(check, has_browser):
@@ -482,9 +485,20 @@ def test_16_a_sandbox_whose_rules_leave_the_login(check, has_browser):
 def test_16_without_the_jobs_jail_claudes_own_tools_read_the_home(check, has_browser):
     # A worker/jail that runs its program with no jail: Claude's sandbox alone still hides the
     # home from a job's commands, but Claude Code's own tools would read all of it.
-    passthrough = b'#!/bin/bash\nshift 2\nexec "$@"\n'
+    passthrough = b"""#!/bin/bash
+case "$1" in
+  git) shift && exec /usr/bin/git "$@" ;;
+  forge) shift && exec /usr/local/bin/forge "$@" ;;
+  *) shift 2 && exec "$@" ;;
+esac
+"""
     report = check(patch={layout.JAIL: (passthrough, 0o755)})
-    expect_failed(report, {"read_jail"}, has_browser)
+    # The worker's hands (line 23) go through the same jail: their git and forge read the home,
+    # and tools.env's values reach a job's environment.
+    expect_failed(report, {"read_jail", "worker_hands"}, has_browser)
+    hands = report.by_id("worker_hands").detail
+    assert "a job's fsmonitor under the worker's git READ the rest of the home" in hands, hands
+    assert "a job's environment holds tools.env's IMD_BOX_CHECK_KEY" in hands, hands
     detail = report.by_id("read_jail").detail
     assert f"the job's jail ({layout.JAIL}) READ " in detail, detail
     assert "another job's workspace" in detail and "the rest of the home" in detail, detail
@@ -544,7 +558,7 @@ def test_16_17_no_user_namespaces(check, has_browser):
 
     report = check(mutate=docker_default)
     failed = set(report.failed()) - {"browser"}  # not asked (Chromium's sandbox needs user namespaces too)
-    assert failed == {"read_jail", "jailed_root"}, show(report)
+    assert failed == {"read_jail", "jailed_root", "worker_hands"}, show(report)
     detail = report.by_id("read_jail").detail
     assert "srt in the job's jail did not start" in detail and "No permissions to create a new namespace" in detail, (
         detail
@@ -632,6 +646,20 @@ def test_21_a_writable_root(check, has_browser):
     assert "/usr/local/bin: EACCES" in detail and "/ mounted RW" in detail  # only permissions stopped imd
 
 
+def test_23_the_workers_git_and_forge_outside_the_jail(check, has_browser):
+    # worker/hands as the plain tools: the worker's git runs a job's nested fsmonitor with the
+    # whole home, and its forge prints what a job's .sol link points at.
+    plain = {
+        f"{layout.HANDS_DIR}/{t}": (f'#!/bin/bash\nexec {path} "$@"\n'.encode(), 0o755)
+        for t, path in [("git", "/usr/bin/git"), ("forge", "/usr/local/bin/forge")]
+    }
+    report = check(patch=plain)
+    expect_failed(report, {"worker_hands"}, has_browser)
+    detail = report.by_id("worker_hands").detail
+    assert "a job's fsmonitor under the worker's git READ the rest of the home" in detail, detail
+    assert "the worker's forge showed the rest of the home through a .sol link" in detail, detail
+
+
 def test_22_the_host_addresses_not_given_to_the_firewall(check, has_browser):
     def forget(kw):
         kw["environment"].pop(HOST_ADDRS_ENV)
@@ -710,7 +738,7 @@ def test_missing_tools_are_fail_not_crash(check, has_browser):
         kw["command"][-1] = json.dumps(config)
 
     report = check(mutate=missing)
-    walls = {"no_new_privs", "seccomp", "firewall", "read_jail", "jailed_root", "image"}
+    walls = {"no_new_privs", "seccomp", "firewall", "read_jail", "jailed_root", "image", "worker_hands"}
     expect_failed(report, walls, has_browser=False)
     for wall in walls:
         assert "missing from the box" in report.by_id(wall).detail, show(report)
@@ -723,8 +751,8 @@ def test_a_hanging_tool_is_fail_not_a_hang(check, has_browser, docker_client, bo
     started = time.monotonic()
     report = check(patch={"/usr/bin/bwrap": HANG})
     assert time.monotonic() - started < 30
-    expect_failed(report, {"read_jail", "jailed_root", "image"}, has_browser)
-    for wall in ("read_jail", "jailed_root", "image"):
+    expect_failed(report, {"read_jail", "jailed_root", "image", "worker_hands"}, has_browser)
+    for wall in ("read_jail", "jailed_root", "image", "worker_hands"):
         assert "timed out" in report.by_id(wall).detail, show(report)
     # The tool's own limit ends the line, and names the tool: the hung sleep (the jail's
     # bwrap) holds the pipes, and a line that waited for them would end at the probe's limit.

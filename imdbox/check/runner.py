@@ -24,7 +24,7 @@ from typing import Callable, Optional
 from urllib.parse import urlsplit
 
 from .. import browser, names, protocol
-from ..layout import CLAUDE_SETTINGS, IP6TABLES, IPTABLES, JAIL, NODE, SANDBOX_RUNTIME
+from ..layout import CLAUDE_SETTINGS, HANDS_DIR, IP6TABLES, IPTABLES, JAIL, NODE, SANDBOX_RUNTIME
 from ..runflags import PIDS_LIMIT, SYSTEM_PATH, RunFlags
 from .report import Report, Result
 from .walls import WALLS
@@ -99,6 +99,10 @@ TOOLS = {
     "jail": JAIL,
     # The browser's engine, which line 16 starts in a job's jail.
     "chromium": browser.HEADLESS_SHELL,
+    # The git and forge the worker runs on a job's tree (line 23), and what shows a jail's environment.
+    "hands_git": f"{HANDS_DIR}/git",
+    "hands_forge": f"{HANDS_DIR}/forge",
+    "env": "/usr/bin/env",
 }
 
 

@@ -27,15 +27,19 @@ export function secretPaths() {
 export const CANARY = ".imd-box-check-canary";
 const CANARY_TEXT = "imd-box check canary: the read jail must not see this\n";
 
-/** A file that is not there yet, made for the test (never over a real one: O_EXCL). */
-function makeCanary(file, made) {
-  const dir = path.dirname(file);
+/** The folders of `dir` that are not there yet, made for the test. */
+function makeDirs(dir, made) {
   const missing = [];
   for (let d = dir; d !== path.dirname(d) && !fs.existsSync(d); d = path.dirname(d)) missing.unshift(d);
   for (const d of missing) {
     fs.mkdirSync(d, { mode: 0o700 });
     made.push({ path: d });
   }
+}
+
+/** A file that is not there yet, made for the test (never over a real one: O_EXCL). */
+function makeCanary(file, made) {
+  makeDirs(path.dirname(file), made);
   fs.writeFileSync(file, CANARY_TEXT, { mode: 0o600, flag: "wx" });
   made.push({ path: file, ino: fs.statSync(file).ino });
 }
@@ -74,20 +78,21 @@ function jailTargets(made) {
 
 /** Remove what the test made, newest first, and forget it (the exit's pass touches only what
  * a cut-off line left); a file replaced meanwhile (a login written while the check ran) is
- * not ours any more and stays. */
+ * not ours any more and stays. A folder made whole for the test (`tree`) goes whole. */
 export function cleanup(made) {
   for (const m of made.splice(0).reverse()) {
     try {
-      if (m.ino === undefined) fs.rmdirSync(m.path);
+      if (m.tree) fs.rmSync(m.path, { recursive: true, force: true });
+      else if (m.ino === undefined) fs.rmdirSync(m.path);
       else if (fs.statSync(m.path).ino === m.ino && fs.readFileSync(m.path, "utf8") === CANARY_TEXT) fs.unlinkSync(m.path);
     } catch {}
   }
 }
 
-/** A regular file's digest, read through the one descriptor it was checked on. Opened
+/** A regular file's bytes, read through the one descriptor it was checked on. Opened
  * without waiting: a FIFO planted where a secret goes would block the probe's one thread
  * on its open or its read, and every line with it. */
-function sha256(file) {
+function readRegular(file) {
   const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   try {
     const st = fs.fstatSync(fd);
@@ -95,11 +100,13 @@ function sha256(file) {
       const kind = st.isFIFO() ? "fifo" : st.isDirectory() ? "directory" : st.isSocket() ? "socket" : "device";
       throw Object.assign(new Error(`${file} is a ${kind}`), { code: "ENOTREG", kind });
     }
-    return createHash("sha256").update(fs.readFileSync(fd)).digest("hex");
+    return fs.readFileSync(fd);
   } finally {
     fs.closeSync(fd);
   }
 }
+
+const sha256 = (file) => createHash("sha256").update(readRegular(file)).digest("hex");
 
 /** Claude Code's managed settings, and why they do not make a read jail (null when they do). */
 function claudeSandboxSettings() {
@@ -393,4 +400,114 @@ export async function jailedRoot() {
   if (why || !outcome.startsWith("refused")) ok = false;
   parts.push(`${target}:${PORT} from the jail: ${outcome}`);
   return { ok, detail: parts.join("; ") };
+}
+
+// ------------------------------------------------------------------ the worker's own hands
+
+// What line 23 made, until removed: a list of its own, as it runs beside line 16, which clears
+// MADE when it ends. The probe's exit removes what a cut-off line 23 left.
+export const MADE_HANDS = [];
+const HANDS_SEEN = "imd-box-check-seen";
+const HANDS_KEY = "IMD_BOX_CHECK_KEY";
+
+/** Line 23: the worker's own git and forge (worker/hands, first on its PATH), on a tree a job
+ * wrote, read nothing of the home; and a job's CLI gets none of tools.env's values. A nested
+ * repository's fsmonitor, planted as a job plants it, runs under the worker's `git status`; a
+ * .sol link to each secret is formatted by the worker's `forge fmt`; the worker's environment,
+ * with tools.env's values in it as the worker puts them, starts a program in a job's jail.
+ * Everything it plants is its own (a canary in the home, a job's folder, a tools.env in a home
+ * of its own that IDENTITYMD_HOME names), so it never meets line 16's canaries. */
+export async function workerHands() {
+  const p = secretPaths();
+  for (const name of ["hands_git", "hands_forge", "jail", "git", "env", "sha256sum"]) if (!fs.existsSync(tool(name))) return { ok: false, detail: `${tool(name)} is missing from the box` };
+  const made = MADE_HANDS;
+  const job = path.join(p.workRoot, `${CANARY}-hands`);
+  const ws = path.join(job, "node");
+  const imdHome = path.join(job, "identitymd");
+  const key = `imd-box-check-${randomBytes(8).toString("hex")}`;
+  const secrets = [];
+  const text = {};
+  try {
+    fs.rmSync(job, { recursive: true, force: true }); // a check cut off before its clean-up
+    const home = path.join(HOME, `${CANARY}-hands`);
+    makeCanary(home, made);
+    secrets.push(["the rest of the home", home]);
+    text[home] = CANARY_TEXT;
+    makeDirs(p.workRoot, made);
+    fs.mkdirSync(job, { mode: 0o700 });
+    made.push({ path: job, tree: true });
+    fs.mkdirSync(path.join(ws, "sub"), { recursive: true, mode: 0o700 });
+    fs.mkdirSync(imdHome, { mode: 0o700 });
+    fs.writeFileSync(path.join(imdHome, "tools.env"), `${HANDS_KEY}=${key}\n`, { mode: 0o600 });
+  } catch (e) {
+    cleanup(made);
+    return { ok: false, detail: `cannot set up the test in ${HOME} (${e.code || e}): nothing proved` };
+  }
+  try {
+    // The device key as it is now, read once (not line 16's canary, nor anything but a file).
+    try {
+      const device = readRegular(p.deviceKey).toString("utf8");
+      if (device !== CANARY_TEXT) {
+        secrets.unshift(["the device key", p.deviceKey]);
+        text[p.deviceKey] = device;
+      }
+    } catch {}
+    const digest = Object.fromEntries(secrets.map(([, f]) => [f, createHash("sha256").update(text[f]).digest("hex")]));
+    // The job's tree: a nested repository staged as a gitlink, its fsmonitor set last (the
+    // probe's own git must not run it), and a .sol link to each secret.
+    const env = { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" };
+    const sub = path.join(ws, "sub");
+    const fsmonitor = `${tool("sha256sum")} ${secrets.map(([, f]) => f).join(" ")} > ../${HANDS_SEEN} 2>&1; echo`;
+    for (const [cwd, args] of [
+      [ws, ["init", "-q", "."]],
+      [sub, ["init", "-q", "."]],
+      [sub, ["commit", "-q", "--allow-empty", "-m", "sub"]],
+      [ws, ["add", "sub"]],
+      [sub, ["config", "core.fsmonitor", fsmonitor]],
+    ]) {
+      const r = await run(tool("git"), ["-c", "user.name=c", "-c", "user.email=c@c", ...args], { cwd, env });
+      if (r.code !== 0) return { ok: false, detail: `cannot plant the job's tree (git ${args[0]}: ${unusable("git", r) || short(r.err, 80)}): nothing proved` };
+    }
+    const links = secrets.map(([, f], i) => {
+      fs.symlinkSync(f, path.join(ws, `Leak${i}.sol`));
+      return `Leak${i}.sol`;
+    });
+    const ran = (label, r) => unusable(label, r) || (r.code !== 0 ? `exit ${r.code}: ${short(r.err, 80)}` : null);
+    const bad = [];
+    // The worker's git, as the worker runs it after a job.
+    const status = await run(tool("hands_git"), ["status", "--porcelain", "--untracked-files=all"], { cwd: ws, env });
+    const gwhy = ran("the worker's git", status);
+    if (gwhy) return { ok: false, detail: `the worker's git (${tool("hands_git")}) did not run (${gwhy})` };
+    let seen = "";
+    try {
+      seen = readRegular(path.join(ws, HANDS_SEEN)).toString("utf8");
+    } catch {}
+    if (!seen) return { ok: false, detail: "the nested repository's fsmonitor did not run under the worker's git: nothing proved" };
+    const gread = secrets.filter(([, f]) => seen.includes(digest[f])).map(([label]) => label);
+    if (gread.length) bad.push(`a job's fsmonitor under the worker's git READ ${gread.join(", ")}`);
+    // The worker's forge, as it formats a job's changed .sol files (its own environment); with
+    // --check, which reads and reports as fmt does but never writes, whatever a link leads to.
+    const forgeEnv = { PATH: env.PATH, HOME, CI: "1", NO_COLOR: "1", FOUNDRY_OFFLINE: "true" };
+    const fmt = await run(tool("hands_forge"), ["fmt", "--check", ...links], { cwd: ws, env: forgeEnv });
+    const fwhy = unusable("the worker's forge", fmt);
+    if (fwhy) return { ok: false, detail: fwhy };
+    const lines = (f) => text[f].split("\n").map((l) => l.trim()).filter((l) => l.length >= 8);
+    const fread = secrets.filter(([, f]) => lines(f).some((l) => (fmt.out + fmt.err).includes(l))).map(([label]) => label);
+    if (fread.length) bad.push(`the worker's forge showed ${fread.join(", ")} through a .sol link`);
+    // A job's environment: the worker's, with a tools.env key in it as the worker copies them,
+    // from the tools.env its IDENTITYMD_HOME names, through the jail a job's CLI runs in.
+    const job_ = await run(tool("jail"), ["claude", "--program", tool("env")], { cwd: ws, env: { ...env, IDENTITYMD_HOME: imdHome, [HANDS_KEY]: key } });
+    const jwhy = ran("the job's jail", job_);
+    if (jwhy) return { ok: false, detail: `the job's jail did not start (${jwhy})` };
+    if (job_.out.includes(key)) bad.push(`a job's environment holds tools.env's ${HANDS_KEY}`);
+    if (bad.length) return { ok: false, detail: bad.join("; ") };
+    return {
+      ok: true,
+      detail:
+        `under the worker's git (${tool("hands_git")}) a job's nested fsmonitor read none of ${secrets.map(([l]) => l).join(", ")}; ` +
+        `the worker's forge fmt showed none through .sol links; a job's environment holds no tools.env value`,
+    };
+  } finally {
+    cleanup(made);
+  }
 }

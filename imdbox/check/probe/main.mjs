@@ -3,14 +3,14 @@
 import { cfg, BROWSER_BUDGET_MS, BROWSER_SLACK_MS, short } from "./base.mjs";
 import { user, capabilities, noNewPrivs, seccomp, mounts, firewall, resources, secrets, readOnly, image } from "./box.mjs";
 import { mac, lan, tailscale, metadata, multicast, ipv6, dnsWall, internet, browser, hostAddrs } from "./network.mjs";
-import { cleanup, MADE, readJail, jailedRoot } from "./jail.mjs";
+import { cleanup, MADE, MADE_HANDS, readJail, jailedRoot, workerHands } from "./jail.mjs";
 
 // ------------------------------------------------------------------ run them all
 
 const CHECKS = {
   user, capabilities, no_new_privs: noNewPrivs, seccomp, mounts, firewall, mac, lan, tailscale, metadata,
   multicast, ipv6, dns: dnsWall, internet, browser, read_jail: readJail, jailed_root: jailedRoot, resources,
-  secrets, image, read_only: readOnly, host_addrs: hostAddrs,
+  secrets, image, read_only: readOnly, host_addrs: hostAddrs, worker_hands: workerHands,
 }; // prettier-ignore
 
 async function guarded(id, fn) {
@@ -43,5 +43,6 @@ const results = await Promise.all(
   }),
 );
 cleanup(MADE);
+cleanup(MADE_HANDS);
 process.stdout.write(`IMD-BOX-CHECK ${JSON.stringify({ results })}\n`);
 process.exit(0);

@@ -229,7 +229,7 @@ class _LosesOutputOnce:
     def __init__(self, output: bytes) -> None:
         self.output, self.calls = output, 0
 
-    def exec_run(self, cmd, user, demux):
+    def exec_run(self, cmd, user, demux, environment=None):
         self.calls += 1
         return types.SimpleNamespace(exit_code=7, output=b"" if self.calls == 1 else self.output)
 

@@ -11,6 +11,7 @@ plain `claude`, git and forge): each vector leaks there.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 import uuid
@@ -27,8 +28,10 @@ from tests.harness.jobs import HOME, WORK_ROOT
 
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.XDIST_GROUP)]
 
-STEPS_JS = Path(__file__).with_name("harness").joinpath("worker_steps.mjs").read_text()
-SOLC_JS = Path(__file__).with_name("harness").joinpath("solc.js").read_text()
+HARNESS = Path(__file__).with_name("harness")
+STEPS_JS = (HARNESS / "worker_steps.mjs").read_text()
+SOLC_JS = (HARNESS / "solc.js").read_text()
+KEYED_JS = (HARNESS / "keyed_tool.mjs").read_text()
 SOLC = "0.8.37"  # solc-js from npm, behind solc's command line (tests/harness/solc.js)
 DEVICE_KEY = f"{HOME}/.identitymd/config.json"
 TOOLS_ENV = f"{HOME}/.identitymd/tools.env"
@@ -181,3 +184,37 @@ def test_without_the_defence_the_same_tree_leaks_each_way(docker_client, box_ima
     checks = json.dumps(after.get("localChecks", [])) + after.get("fmt", "")
     assert "device key" in found(checks, marks), after  # forge followed src/Leak.sol
     assert "leak-fsmonitor.txt" in files or "leak-filter.txt" in files, files  # git ran the nested repo's config
+
+
+# Where an installed tool's command lives for the test: in the CLIs' folder, which the jail
+# holds read-only.
+KEYED = f"{HOME}/.npm-global/imdt-keyed-tool.mjs"
+LOOK_FOR_THE_KEY = (
+    f"printenv {TOOL_KEY}; cat /proc/[0-9]*/cmdline /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -a imdt-tool-key; "
+    "for f in /proc/self/fd/*; do timeout 1 cat $f 2>/dev/null; done | grep -a imdt-tool-key; echo looked"
+)
+
+
+@pytest.mark.parametrize("jailed", [True, False], ids=["jailed", "twin-unjailed"])
+def test_a_tool_gets_its_key_and_the_job_does_not(docker_client, box_image, box, marks, jailed):
+    code, out = as_imd(box, f"printf %s {shlex.quote(KEYED_JS)} > {KEYED} && chmod 700 {KEYED}")
+    assert code == 0, out
+    digest = hashlib.sha256(marks["tool key"].encode()).hexdigest()
+    steps = [[jobs.tool("mcp__keyed__key")], [jobs.bash(LOOK_FOR_THE_KEY)]]
+    try:
+        run = jobs.play(
+            docker_client,
+            box_image,
+            box,
+            steps,
+            tools={"keyed": {"command": KEYED, "env": [TOOL_KEY], "methods": ["key"]}},
+            jailed=jailed,
+            env={TOOL_KEY: marks["tool key"]},  # the worker's environment holds tools.env's keys
+        )
+    finally:
+        as_imd(box, f"rm -f {KEYED}")
+    assert run.code == 0, str(run)
+    assert run.result(0)["text"] == f"key sha256:{digest}", str(run)  # the tool has its key
+    assert "looked" in run.result(1)["text"], str(run)
+    # The breaking twin: without the jail, the job's own command reads it in its environment.
+    assert (marks["tool key"] in run.result(1)["text"]) is not jailed, str(run)

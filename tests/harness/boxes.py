@@ -181,16 +181,19 @@ def start_control(client: docker.DockerClient, image: str, topo: Topology, name:
     return container
 
 
-def run(container, cmd: Sequence[str], user: str = "imd", timeout: int = 20) -> tuple[int, str]:
-    """Run a command inside (as imd unless told); returns exit code and output."""
+def run(
+    container, cmd: Sequence[str], user: str = "imd", timeout: int = 20, environment: Optional[dict] = None
+) -> tuple[int, str]:
+    """Run a command inside (as imd unless told); returns exit code and output. `environment`
+    goes to it as the environment, on no command line in the box."""
     full = ["timeout", str(timeout), *cmd]
-    result = container.exec_run(full, user=user, demux=False)
+    result = container.exec_run(full, user=user, demux=False, environment=environment)
     return result.exit_code, (result.output or b"").decode(errors="replace")
 
 
-def as_imd(container, script: str, timeout: int = 60) -> tuple[int, str]:
+def as_imd(container, script: str, timeout: int = 60, environment: Optional[dict] = None) -> tuple[int, str]:
     """A shell script with the worker's own powers (the drop `box shell` uses)."""
-    return run(container, [*engine.AS_IMD, "/bin/bash", "-c", script], user="root", timeout=timeout)
+    return run(container, [*engine.AS_IMD, "/bin/bash", "-c", script], "root", timeout, environment)
 
 
 def classify_curl(code: int, out: str) -> Probe:

@@ -13,8 +13,10 @@ states it, written down here once:
   clones afresh and never deletes; in `~/.identitymd/work` itself for a research task;
 - with the tool lists of PROFILES: "connected" for a code task that may use the
   network, "research" for research, "default" otherwise; an installed tool (`imd tools
-  add`, the box's browser) is one `mcpServers` entry {"type": "stdio", "command": ...}
-  and its methods are allowed as `mcp__<id>__<method>`;
+  add`, the box's browser) is one `mcpServers` entry {"type": "stdio", "command": ...},
+  each key it needs (`--env NAME`) in its "env" as the text "${NAME}", which Claude Code
+  fills from its own environment (where the worker copied tools.env's values), and its
+  methods are allowed as `mcp__<id>__<method>`;
 - for Codex it runs `$IDENTITYMD_CODEX_BIN` (else `codex`) the same way, in the same
   folders, with stdin unused: `exec --json --sandbox workspace-write|read-only -C
   <workspace> --skip-git-repo-check --ignore-rules --ignore-user-config` and its `-c`
@@ -95,11 +97,22 @@ def project(cwd: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "-", cwd)
 
 
-def argv(prompt: str, profile: str, max_turns: int = 20, browser: Sequence[str] = ()) -> list[str]:
-    """The worker's arguments for one run; `browser`: the browser's methods the task may call."""
+def argv(
+    prompt: str, profile: str, max_turns: int = 20, browser: Sequence[str] = (), tools: Optional[dict] = None
+) -> list[str]:
+    """The worker's arguments for one run; `browser`: the browser's methods the task may call;
+    `tools`: more installed tools, id -> {"command", "env": [names], "methods": [...]}, each
+    key named as the worker names it, "${NAME}", for Claude Code to fill from its environment."""
     allowed, disallowed = PROFILES[profile]
-    servers = {"browser": {"type": "stdio", "command": BROWSER_MCP, "args": [], "env": {}}} if browser else {}
-    allowed = " ".join([allowed, *(f"mcp__browser__{m}" for m in browser)])
+    tools = {
+        **({"browser": {"command": BROWSER_MCP, "env": [], "methods": browser}} if browser else {}),
+        **(tools or {}),
+    }
+    servers = {
+        i: {"type": "stdio", "command": t["command"], "args": [], "env": {n: f"${{{n}}}" for n in t["env"]}}
+        for i, t in tools.items()
+    }
+    allowed = " ".join([allowed, *(f"mcp__{i}__{m}" for i, t in tools.items() for m in t["methods"])])
     return [
         "-p", prompt, "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits",
         "--strict-mcp-config", "--max-turns", str(max_turns), "--allowedTools", allowed,
@@ -190,6 +203,7 @@ def play(
     jailed: bool = True,
     prompt: str = "the job",
     env: Optional[dict] = None,
+    tools: Optional[dict] = None,
     timeout: int = 180,
 ) -> Run:
     """One run of the real Claude Code in `box` as the worker starts it, the model playing
@@ -203,20 +217,21 @@ def play(
             "ANTHROPIC_API_KEY": STAND_IN_KEY,
             **(env or {}),
         }
-        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         # Unjailed: neither the launcher nor the worker's hands (worker/hands) on its PATH.
         unjail = "" if jailed else f"unset IDENTITYMD_CLAUDE_BIN; export PATH=${{PATH#{HANDS_DIR}:}}; "
         # The prompt reaches the CLI's command line only, as the worker passes it: this run's
         # own processes (timeout, the shell) hold a file's name, in the box's /tmp, not the prompt.
         prompt_file = f"/tmp/imdt-prompt-{uuid.uuid4().hex}"
         seed(box, {prompt_file: prompt})
-        flag, _, *rest = argv(prompt, profile, len(steps) + 2, browser)
+        flag, _, *rest = argv(prompt, profile, len(steps) + 2, browser, tools)
         script = (
-            f"mkdir -p {shlex.quote(cwd)} && cd {shlex.quote(cwd)} && {unjail}export {exports} && "
+            f"mkdir -p {shlex.quote(cwd)} && cd {shlex.quote(cwd)} && {unjail}"
             f'exec "${{IDENTITYMD_CLAUDE_BIN:-claude}}" {flag} "$(cat {prompt_file}; rm -f {prompt_file})" '
             f"{shlex.join(rest)} </dev/null 2>&1"
         )
-        code, out = boxes.as_imd(box, script, timeout=timeout)
+        # The worker's environment (a tool key among it) goes in as the environment, on no
+        # command line a job could read in /proc.
+        code, out = boxes.as_imd(box, script, timeout=timeout, environment=env)
         said = {"result": [], "prompt": []}  # the model's lines (tests/harness/model.mjs)
         for line in container.logs().decode(errors="replace").splitlines():
             kind, _, data = line.partition(" ")

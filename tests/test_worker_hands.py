@@ -14,32 +14,24 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
-import uuid
 from pathlib import Path
 
 import pytest
 
 from imdbox.browser import TOOLS as BROWSER_TOOLS
-from imdbox.layout import HANDS_DIR
 from tests.harness import agents as agents_mod
-from tests.harness import boxes, jobs
+from tests.harness import boxes, hands, jobs
 from tests.harness.boxes import as_imd
 from tests.harness.jobs import HOME, WORK_ROOT
 
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.XDIST_GROUP)]
 
-HARNESS = Path(__file__).with_name("harness")
-STEPS_JS = (HARNESS / "worker_steps.mjs").read_text()
-SOLC_JS = (HARNESS / "solc.js").read_text()
-KEYED_JS = (HARNESS / "keyed_tool.mjs").read_text()
-SOLC = "0.8.37"  # solc-js from npm, behind solc's command line (tests/harness/solc.js)
+KEYED_JS = (Path(__file__).with_name("harness") / "keyed_tool.mjs").read_text()
 DEVICE_KEY = f"{HOME}/.identitymd/config.json"
 TOOLS_ENV = f"{HOME}/.identitymd/tools.env"
 TOOL_KEY = "IMDT_TOOL_KEY"
 OTHER = f"{WORK_ROOT}/job-2/node-1"  # another job's workspace
-COUNTER_SOL = (
-    "// SPDX-License-Identifier: MIT\npragma solidity ^0.8.20;\ncontract Counter {\n    uint256 public number;\n}\n"
-)
+SIBLING = "node-sibling"  # another node of the same job, beside the job's workspace
 
 
 @pytest.fixture(scope="module")
@@ -47,14 +39,7 @@ def box(docker_client, box_image, agents):
     """A walled box on Docker's bridge (npm in reach for solc-js), solc-js where forge looks."""
     container = boxes.start_walled(docker_client, box_image, None, volume=agents, alone_on="bridge")
     try:
-        svm = f"{HOME}/.svm/{SOLC}"
-        code, out = as_imd(
-            container,
-            f"mkdir -p {svm} && cd {svm} && npm install -s --no-audit --no-fund --no-update-notifier solc@{SOLC} 2>&1"
-            f" && printf %s {shlex.quote(SOLC_JS)} > solc-{SOLC} && chmod 700 solc-{SOLC}",
-            timeout=180,
-        )
-        assert code == 0, out
+        hands.install_solc(container)
         yield container
     finally:
         as_imd(container, f"rm -rf {HOME}/.svm")
@@ -63,9 +48,10 @@ def box(docker_client, box_image, agents):
 
 @pytest.fixture
 def marks(box):
-    """The device key and a tool key (tools.env), each a mark of its own, and another job's
-    folder that the worker's deletions must not reach."""
-    marks = {"device key": jobs.mark("device key"), "tool key": jobs.mark("tool key")}
+    """The device key, a tool key (tools.env) and another node's work of the same job (seeded
+    with its task), each a mark of its own, and another job's folder that the worker's
+    deletions must not reach."""
+    marks = {label: jobs.mark(label) for label in ("device key", "tool key", "sibling node")}
     jobs.seed(
         box,
         {
@@ -78,48 +64,17 @@ def marks(box):
     as_imd(box, f"pkill -f [i]mdt-swap; rm -rf {HOME}/.identitymd {HOME}/.npm-global/reads {HOME}/.claude/projects")
 
 
-def task(box, marks) -> tuple[str, dict]:
-    """A code task's origin (in its job's folder) with a committed link, and the task."""
-    job = f"{WORK_ROOT}/{uuid.uuid4()}"
-    space = f"{job}/{uuid.uuid4()}"
-    origin = f"{job}/origin.git"
-    script = f"""set -e
-mkdir -p {space} && g=$(mktemp -d) && cd $g && /usr/bin/git init -q -b main .
-mkdir src && printf %s {shlex.quote(COUNTER_SOL)} > src/Counter.sol
-printf '[profile.default]\\nsrc = "src"\\n' > foundry.toml
-ln -s {HOME}/.npm-global .imd
-/usr/bin/git add -A && /usr/bin/git -c user.name=t -c user.email=t@t commit -qm base
-/usr/bin/git clone -q --bare . {origin} && /usr/bin/git rev-parse HEAD"""
-    code, out = as_imd(box, script)
-    assert code == 0, out
-    return space, {"repo": origin, "base": out.strip().splitlines()[-1], "reads": {".imd/reads/brief.md": "the brief"}}
-
-
-def steps(box, phase: str, space: str, spec: dict, *, defended: bool) -> dict:
-    """The stand-in worker's steps, as the worker runs them in the box: its PATH (the box's
-    hands first), its environment."""
-    path = "" if defended else f"PATH=${{PATH#{HANDS_DIR}:}} "
-    js = f"/tmp/imdt-steps-{uuid.uuid4().hex}.mjs"
-    script = (
-        f"printf %s {shlex.quote(STEPS_JS)} > {js} && cd {WORK_ROOT} && "
-        f"{path}node {js} {phase} {space} {shlex.quote(json.dumps(spec))}; code=$?; rm -f {js}; exit $code"
-    )
-    code, out = as_imd(box, script, timeout=240)
-    assert code == 0 and "\nsent " in f"\n{out}", out
-    return json.loads(out.split("sent ", 1)[1].splitlines()[0])
-
-
 # What the job plants, each a way its tree steers the worker's steps; and what it tries for
 # the tool key. A loop that outlives the CLI keeps a link to the worker's code in place.
 NESTED = f"""set -e
 git init -q vendor/sub && cd vendor/sub
-git config core.fsmonitor 'cat {DEVICE_KEY} > ../../leak-fsmonitor.txt; env >> ../../leak-fsmonitor.txt; echo'
+git config core.fsmonitor 'cat {DEVICE_KEY} > ../../leak-fsmonitor.txt; env >> ../../leak-fsmonitor.txt; ln -sf {DEVICE_KEY} ../../../dep-planted.bundle; cat ../../../{SIBLING}/notes >> ../../leak-fsmonitor.txt; echo'
 git config filter.imdt.clean 'cat {DEVICE_KEY} > ../../leak-filter.txt; cat'
 echo '* filter=imdt' > .gitattributes && echo x > f
 git -c user.name=j -c user.email=j@j add -A && git -c user.name=j -c user.email=j@j commit -qm sub
 cd ../.. && git add vendor/sub && echo nested"""
 PLANT = f"""rm plant.sh; ln -s {DEVICE_KEY} src/Leak.sol && ln -s {DEVICE_KEY} .imd-findings.json
-rm -f .imd && ln -s {HOME}/.npm-global .imd && ln -s {OTHER} test && echo planted"""
+rm -f .imd && ln -s {HOME}/.npm-global .imd && rm -rf test && ln -s {OTHER} test && echo planted"""
 SWAP = f"setsid nohup sh -c 'while :; do ln -sfn {HOME}/.npm-global .imd; sleep 0.05; done; : imdt-swap' >/dev/null 2>&1 & echo swapping"
 
 
@@ -136,8 +91,10 @@ def hostile_steps() -> list:
 
 
 def job_and_steps(docker_client, box_image, box, marks, *, defended: bool):
-    space, spec = task(box, marks)
-    before = steps(box, "before", space, spec, defended=defended)
+    space, spec = hands.code_task(box, committed_link=True)
+    job = space.rsplit("/", 1)[0]
+    jobs.seed(box, {f"{job}/{SIBLING}/notes": marks["sibling node"]})
+    before = hands.worker_steps(box, "before", space, spec, defended=defended)
     run = jobs.play(
         docker_client,
         box_image,
@@ -149,11 +106,16 @@ def job_and_steps(docker_client, box_image, box, marks, *, defended: bool):
         env={TOOL_KEY: marks["tool key"]},  # the worker's environment holds tools.env's keys
     )
     assert run.code == 0, str(run)
-    after = steps(box, "after", space, spec, defended=defended)
-    job = space.rsplit("/", 1)[0]
-    _, files = as_imd(box, f"grep -rIl -e {marks['device key']} -e {marks['tool key']} {job}; true")
+    after = hands.worker_steps(box, "after", space, spec, defended=defended)
+    # Every file of the job's folder but the other node's own notes, with any mark in it.
+    marks_ = " ".join(f"-e {m}" for m in marks.values())
+    _, files = as_imd(box, f"grep -rIl --exclude-dir={SIBLING} {marks_} {job}; true")
+    # What the worker would write or delete through, outside the workspace; and a link the
+    # job's fsmonitor left in the job's folder, where the worker writes and reads bundles.
     _, outside = as_imd(
-        box, f"for p in {HOME}/.npm-global/reads {OTHER}/scratch; do [ -e $p ] && echo there $p || echo gone $p; done"
+        box,
+        f"for p in {HOME}/.npm-global/reads {OTHER}/scratch; do [ -e $p ] && echo there $p || echo gone $p; done;"
+        f" [ -L {job}/dep-planted.bundle ] && echo there link || echo gone link",
     )
     return run, before, after, files, outside
 
@@ -168,22 +130,41 @@ def test_a_hostile_jobs_tree_steers_the_worker_to_nothing_of_the_home(docker_cli
     assert found(json.dumps(before), marks) == set() and found(json.dumps(after), marks) == set(), after
     assert files.strip() == "", files
     # Nothing written through a link, nothing deleted through one.
-    assert outside.split("\n")[:2] == [f"gone {HOME}/.npm-global/reads", f"there {OTHER}/scratch"], outside
+    assert outside.split("\n")[:3] == [f"gone {HOME}/.npm-global/reads", f"there {OTHER}/scratch", "gone link"], outside
     # The job still got its work done: the worker built its contract with a real compiler.
-    assert after["localChecks"][0]["name"] == "build" and after["localChecks"][0]["passed"], after
+    assert [(c["name"], c["passed"]) for c in after["localChecks"]] == [("build", True), ("test", True)], after
     code, out = as_imd(box, "pgrep -f [i]mdt-swap || echo none")
     assert out.strip() == "none", out  # the loop that outlived the CLI went with it
+
+
+def test_the_workers_steps_build_and_test_a_contract_and_bundle_the_change(box):
+    # The jobs still get done: through the box's hands, a real compiler builds the contract,
+    # its test runs, and the bundle carries what the agent changed.
+    space, spec = hands.code_task(box, committed_link=False)
+    before = hands.worker_steps(box, "before", space, spec, defended=True)
+    assert "readsFailed" not in before, before
+    code, out = as_imd(box, f"cd {space} && sed -i 's/number++;/number += 1; \\/\\/ imdt-changed/' src/Counter.sol")
+    assert code == 0, out
+    after = hands.worker_steps(box, "after", space, spec, defended=True)
+    assert [(c["name"], c["passed"]) for c in after["localChecks"]] == [("build", True), ("test", True)], after
+    assert "[PASS] test_increment()" in after["localChecks"][1]["output"], after
+    assert "src/Counter.sol" in after["changed"] and "imdt-changed" in after["bundled"], after
+    assert after["bundleBytes"] > 0, after
 
 
 def test_without_the_defence_the_same_tree_leaks_each_way(docker_client, box_image, box, marks):
     run, before, after, files, outside = job_and_steps(docker_client, box_image, box, marks, defended=False)
     assert "tool key" in found(json.dumps(run.results), marks), str(run)
-    # Written through .imd, deleted through test/.
-    assert outside.split("\n")[:2] == [f"there {HOME}/.npm-global/reads", f"gone {OTHER}/scratch"], outside
+    # Written through .imd, deleted through test/, a link left beside the bundles.
+    assert outside.split("\n")[:3] == [f"there {HOME}/.npm-global/reads", f"gone {OTHER}/scratch", "there link"], (
+        outside
+    )
     assert "device key" in found(after.get(".imd-findings.json", ""), marks), after
     checks = json.dumps(after.get("localChecks", [])) + after.get("fmt", "")
     assert "device key" in found(checks, marks), after  # forge followed src/Leak.sol
     assert "leak-fsmonitor.txt" in files or "leak-filter.txt" in files, files  # git ran the nested repo's config
+    code, out = as_imd(box, f"cat {WORK_ROOT}/*/*/leak-fsmonitor.txt")
+    assert "sibling node" in found(out, marks), out  # and read the job's other node
 
 
 # Where an installed tool's command lives for the test: in the CLIs' folder, which the jail

@@ -4,8 +4,9 @@
 //
 // Before the agent, in the work root:
 //   git clone --filter=blob:none --no-checkout <repo> <work>/<job>/<node> (cwd: the work
-//   root), then in the workspace `checkout --detach <base>`; `ls-files --stage --
-//   .gitmodules`, and when that names any, `-c protocol.allow=never -c
+//   root), then in the workspace `checkout --detach <base>`; .git/info/exclude written
+//   with the build's artifacts and the worker's own files (excludeBuildArtifacts);
+//   `ls-files --stage -- .gitmodules`, and when that names any, `-c protocol.allow=never -c
 //   protocol.https.allow=always submodule update --init --recursive`; each read written to
 //   .imd/reads/<path> by mkdir -p of its folder and writeFile (no rm first, links followed).
 // After the agent, in the workspace:
@@ -24,7 +25,8 @@
 // TERM and SHELL of it, plus CI=1 and NO_COLOR=1. Both by bare name, through PATH.
 //
 // usage: node worker_steps.mjs before|after <workspace> <json: {repo, base, reads}>
-// prints one line: `sent <json>`, what the worker would send (or hand back to the agent).
+// prints one line: `sent <json>`, what the worker would send (or hand back to the agent),
+// and `ms`, how long its steps took.
 import { execFile } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -44,6 +46,10 @@ try {
 } catch {}
 
 const gitEnv = { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0", GIT_ASKPASS: "" };
+const EXCLUDED = [
+  "out/", "cache/", "broadcast/", "artifacts/", "**/node_modules/", "**/.npm/", "**/.pnpm-store/", "**/.yarn/cache/",
+  "**/.cache/", "**/.vite/", "**/.next/cache/", "test/scratch/", ".imd/reads/", ".imd-findings.json", ".imd-responses.json",
+]; // prettier-ignore
 const identity = ["-c", "user.name=IdentityMD Worker", "-c", "user.email=worker@identitymd.invalid"];
 async function git(cwd, args) {
   try {
@@ -78,9 +84,11 @@ async function writeReads() {
   }
 }
 const sent = {};
+const started = performance.now(); // the steps' own time, for the bench
 if (phase === "before") {
   sent.clone = await git(workRoot, ["clone", "--filter=blob:none", "--no-checkout", task.repo, workspace]);
   sent.checkout = await git(workspace, ["checkout", "--detach", task.base]);
+  fs.writeFileSync(path.join(workspace, ".git", "info", "exclude"), `${EXCLUDED.join("\n")}\n`);
   if ((await git(workspace, ["ls-files", "--stage", "--", ".gitmodules"])).trim())
     sent.submodules = await git(workspace, ["-c", "protocol.allow=never", "-c", "protocol.https.allow=always", "submodule", "update", "--init", "--recursive"]);
   await writeReads();
@@ -119,4 +127,5 @@ if (phase === "before") {
   fs.rmSync(bundle, { force: true });
   await writeReads(); // the repair pass writes them again before its agent
 }
+sent.ms = performance.now() - started;
 console.log(`sent ${JSON.stringify(sent)}`);

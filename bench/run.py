@@ -3,7 +3,7 @@
 
     python3 bench/run.py                 # a Mac with Docker Desktop: the defaults
     python3 bench/run.py --quick         # no cold build, 3 runs each
-    python3 bench/run.py --skip build,size,help,check,start   # only the scripted job
+    python3 bench/run.py --skip build,size,help,check,start,hands   # only the scripted job
     python3 bench/run.py --harness --base-image imd-box-base:trixie \\
         --ca-cert /etc/ssl/certs/ca-certificates.crt    # the project's CI machine
 
@@ -25,6 +25,8 @@ apart from what the worker writes).
 The scripted job (tests/harness/jobs.py) installs the agent CLIs from npm into a volume
 of its own, then times one job of six tool calls with the real Claude Code, through the
 box's jail and without it, alternately in one walled box: the jail's cost beside its time.
+The worker's own steps on a contract task (clone to bundle, forge build and test) are timed
+the same way, through the box's hands (git and forge in the job's jail) and without them.
 
 `box check` probes the internet and the walls. --harness runs the same check
 (imdbox.check.runner.run_check, what `box check` calls) on the test suite's
@@ -66,6 +68,7 @@ GOALS = {
     "help": 0.3,
     "job": 20.0,
     "jail": 1.2,  # the jailed job's median over the unjailed one's
+    "hands": 1.2,  # the worker's jailed git and forge steps over the plain ones
 }
 
 
@@ -336,6 +339,43 @@ class Bench:
         cost.met, cost.note = ratio <= GOALS["jail"], f"goal ≤ {GOALS['jail']}×, medians of alternating runs"
         self.rows += [jailed, plain, cost]
 
+    # ---------------------------------------------------------------- the worker's hands
+    def hands(self) -> None:
+        """The worker's own steps on a contract task (tests/harness/worker_steps.mjs: clone,
+        checkout and reads before the agent; findings, forge config/fmt/build/test, the git
+        package and bundle after it), through the box's hands (git and forge in the job's
+        jail) and without them, alternately, in one walled box on the bench's network."""
+        from tests.harness import hands
+
+        jailed = Row(
+            "worker's git and forge steps, jailed",
+            note="a contract and its test: clone to bundle, forge build and test",
+        )
+        plain = Row("worker's git and forge steps, no jail", note="the same steps, the image's git and forge")
+        log("waiting for the machine lock (a test run may hold it), then installing solc-js")
+        with test_machine.held(), boxes.volume(self.client, "bench-hands") as volume:
+            box = boxes.start_walled(self.client, self.image, None, volume=volume, alone_on=self.args.network)
+            try:
+                hands.install_solc(box)
+                for i in range(self.args.runs):
+                    for row, defended in ((jailed, True), (plain, False)):
+                        log(f"worker's steps {i + 1}/{self.args.runs} ({'jailed' if defended else 'no jail'})")
+                        space, spec = hands.code_task(box, committed_link=False)
+                        before = hands.worker_steps(box, "before", space, spec, defended=defended)
+                        # What the agent would have done: a change to the contract.
+                        boxes.as_imd(box, f"cd {space} && echo '// changed' >> src/Counter.sol")
+                        sent = hands.worker_steps(box, "after", space, spec, defended=defended)
+                        # The steps' own time, as the stand-in worker took it in the box.
+                        row.samples.append((before["ms"] + sent["ms"]) / 1000)
+                        if [c["passed"] for c in sent["localChecks"]] != [True, True]:
+                            raise RuntimeError(f"the worker's forge build or test failed: {tail(str(sent))}")
+            finally:
+                box.remove(force=True)
+        ratio = statistics.median(jailed.samples) / statistics.median(plain.samples)
+        cost = Row("the hands' jail cost (jailed / no jail)", goal=None, value_text=f"{ratio:.2f}×")
+        cost.met, cost.note = ratio <= GOALS["hands"], f"goal ≤ {GOALS['hands']}×, medians of alternating runs"
+        self.rows += [jailed, plain, cost]
+
     # ---------------------------------------------------------------- box start
     def prepare_fake_worker(self) -> Optional[str]:
         """Install tests/fake_worker (and its claude) into our own fresh volume and
@@ -500,7 +540,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("--harness", action="store_true", help="run the check on the test suite's internal networks")
     p.add_argument("--check-url", help="`box check --url`")
     p.add_argument("--check-targets", help="`box check --targets FILE`")
-    p.add_argument("--skip", default="", help="comma list of: build, size, help, check, start, job")
+    p.add_argument("--skip", default="", help="comma list of: build, size, help, check, start, job, hands")
     p.add_argument("--layers", type=int, default=12, help="layers listed (default 12)")
     p.add_argument("--json", dest="json_out", help="also write the results to this JSON file")
     args = p.parse_args(argv)
@@ -540,6 +580,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             ("check", bench.check, "`box check` (all walls)", GOALS["check"]),
             ("start", bench.start, "`box start` → worker process running", GOALS["start"]),
             ("job", bench.job, "scripted job, jailed (6 tool calls)", GOALS["job"]),
+            ("hands", bench.hands, "worker's git and forge steps, jailed", None),
         ):
             if name in args.skip:
                 bench.rows.append(Row(row_name, skipped=f"--skip {name}", goal=goal))

@@ -12,7 +12,6 @@ same script reads another job's workspace.
 from __future__ import annotations
 
 import json
-import re
 import shlex
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -61,9 +60,9 @@ def marks(box) -> dict[str, str]:
     as_imd(box, f"rm -rf {shlex.join(seeded)}")
 
 
-def leaked(run: jobs.Run, marks: dict[str, str]) -> dict[str, int]:
-    """Which marks any tool result holds (label -> step)."""
-    return {label: r["step"] for r in run.results for label, mark in marks.items() if mark in r["text"]}
+def leaked(run: jobs.Run, marks: dict[str, str], field: str = "text") -> dict[str, int]:
+    """Which marks any tool result holds (label -> step); Codex's results hold it as "output"."""
+    return {label: r["step"] for r in run.results for label, mark in marks.items() if mark in r[field]}
 
 
 STEAL_SH = f"""
@@ -295,18 +294,9 @@ def test_with_a_network_namespace_per_command_no_preview_is_in_reach(docker_clie
     assert "ERR_CONNECTION_REFUSED" in run.result(4)["text"], str(run)
 
 
-# Codex, as the worker starts it (IDENTITYMD_CODEX_BIN), and the command of a job run under
-# its own sandbox (`codex sandbox`, the sandbox its `exec` runs each command in).
+# Codex, as the worker starts it (IDENTITYMD_CODEX_BIN), driven by its scripted model
+# (tests/harness/codex_model.mjs): each command a turn, run by Codex under its own sandbox.
 CODEX_READS = "for f in " + " ".join(SECRETS.values()) + ' index.html; do cat "$f" 2>&1; done'
-
-
-def codex_sandbox(box, *, jailed: bool) -> str:
-    space = jobs.workspace()
-    codex = '"$IDENTITYMD_CODEX_BIN"' if jailed else "codex"
-    script = f"mkdir -p {space} && cd {space} && echo mine > index.html && {codex} sandbox -- sh -c {shlex.quote(CODEX_READS)}"
-    code, out = as_imd(box, script)
-    assert code == 0, out
-    return out
 
 
 def test_the_worker_runs_codex_through_the_jail(box):
@@ -314,16 +304,55 @@ def test_the_worker_runs_codex_through_the_jail(box):
     assert code == 0 and out.split("\n")[0] == CODEX_JAIL and out.split("\n")[1].startswith("codex-cli "), out
 
 
-def test_a_codex_jobs_commands_read_nothing_of_the_home_but_the_codex_login(box, marks):
-    out = codex_sandbox(box, jailed=True)
-    assert "mine" in out, out
+def codex_hostile(topology) -> list[str]:
+    """Every secret of the home, the work root, the Mac, then the job's own work and the internet."""
+    return [
+        f"echo mine > index.html && {CODEX_READS}",
+        f"grep -rs imdt- {HOME} /proc/*/cwd/ | head -50; ls {WORK_ROOT}",
+        f"curl -sS -m 3 {topology.url('mac')} 2>&1",
+        f"curl -sS -m 5 {topology.url('internet')} 2>&1",
+    ]
+
+
+def test_a_codex_job_reads_nothing_of_the_home_but_the_codex_login(docker_client, box_image, box, topology, marks):
+    run = jobs.codex_play(docker_client, box_image, box, codex_hostile(topology))
+    assert run.code == 0 and len(run.results) == 4, str(run)
+    assert "mine" in run.result(0)["output"], str(run)
     # Codex's sandbox limits writes, not reads: its login is the one file of the home in reach.
-    assert {label for label, mark in marks.items() if mark in out} == {"codex login"}, out
+    assert {label for label, _ in leaked(run, marks, "output").items()} == {"codex login"}, str(run)
+    assert "imd-test-listener:mac" not in run.result(2)["output"], str(run)
+    assert "imd-test-listener:internet" in run.result(3)["output"], str(run)
 
 
-def test_without_the_jail_codexs_commands_read_another_jobs_workspace(box, marks):
-    out = codex_sandbox(box, jailed=False)
-    assert marks["other job"] in out and marks["device key"] in out, out
+def test_without_the_jail_codexs_commands_read_another_jobs_workspace(docker_client, box_image, box, topology, marks):
+    run = jobs.codex_play(docker_client, box_image, box, codex_hostile(topology)[:1], jailed=False)
+    assert {"other job", "device key"} <= set(leaked(run, marks, "output")), str(run)
+
+
+def test_two_codex_jobs_side_by_side_see_neither_the_others_work_nor_its_prompt(docker_client, box_image, box, marks):
+    spaces = [jobs.workspace() for _ in range(2)]
+    mine = [f"imdt-job{i}-{uuid.uuid4().hex}" for i in range(2)]
+    prompts = [f"imdt-prompt-{uuid.uuid4().hex}" for _ in range(2)]
+
+    def commands(i: int) -> list[str]:
+        return [
+            f"echo {mine[i]} > notes.txt && sleep 3",
+            f"cat {spaces[1 - i]}/notes.txt 2>&1; {LOOK_FOR_PROMPTS}",
+            "cat notes.txt",
+        ]
+
+    with ThreadPoolExecutor(2) as pool:
+        runs = list(
+            pool.map(
+                lambda i: jobs.codex_play(docker_client, box_image, box, commands(i), cwd=spaces[i], prompt=prompts[i]),
+                range(2),
+            )
+        )
+    for i, run in enumerate(runs):
+        assert run.code == 0 and mine[i] in run.result(2)["output"], str(run)
+        assert prompts[i] in run.prompt, str(run)
+        for r in run.results[:-1]:
+            assert mine[1 - i] not in r["output"] and prompts[1 - i] not in r["output"], (i, r)
 
 
 # A job's commands read every process's command line in the box (no PID namespace can be
@@ -340,49 +369,13 @@ def test_a_jobs_prompt_is_on_no_command_line(docker_client, box_image, box, mark
     assert (prompt in run.result(0)["text"]) is not jailed, str(run)
 
 
-# Codex's model stand-in: it records each request's body and fails it (Codex gives the turn up
-# after its retries), enough to see the prompt arrive. On the box's loopback, as Codex's
-# provider for the run (its `-c` settings, before the prompt that stays last).
-CODEX_RECORDER = (
-    'require("http").createServer((q, r) => { q.pipe(require("fs").createWriteStream(process.argv[1], { flags: "a" }));'
-    ' q.on("end", () => { r.writeHead(500); r.end(); }); }).listen(47811, "127.0.0.1");'
-)
-CODEX_PROVIDER = [
-    "-c", "model_provider=imdt",
-    "-c", 'model_providers.imdt={name="imdt",base_url="http://127.0.0.1:47811/v1",env_key="OPENAI_API_KEY",wire_api="responses"}',
-]  # fmt: skip
-
-
 @pytest.mark.parametrize("jailed", [True, False], ids=["jailed", "twin-unjailed"])
-def test_a_codex_jobs_prompt_is_on_no_command_line(box, jailed):
-    # The prompt is made in the box, so no command line of the test's own holds it; every
-    # command line is read for 2 s from the first request Codex makes (it then retries the
-    # failed turn for some 20 s: the test ends it).
-    space = jobs.workspace()
-    argv = jobs.codex_argv(space, "PROMPT")
-    argv = [argv[0], *CODEX_PROVIDER, *argv[1:-1]]
-    codex = '"$IDENTITYMD_CODEX_BIN"' if jailed else "codex"
-    script = f"""
-p=imdt-prompt-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \\n'); printf %s "$p" > /tmp/imdt-codex-prompt
-: > /tmp/imdt-codex-requests; node -e {shlex.quote(CODEX_RECORDER)} /tmp/imdt-codex-requests & rec=$!
-mkdir -p {space} && cd {space}
-OPENAI_API_KEY={jobs.STAND_IN_KEY} {codex} {shlex.join(argv)} "$p" > /tmp/imdt-codex-out 2>&1 & run=$!
-while [ ! -s /tmp/imdt-codex-requests ] && kill -0 $run 2>/dev/null; do sleep 0.05; done
-seen=0
-for _ in $(seq 20); do
-  kill -0 $run 2>/dev/null || break
-  cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -qF -f /tmp/imdt-codex-prompt && seen=1
-  sleep 0.1
-done
-kill $run $rec 2>/dev/null; wait $run
-echo "on-a-command-line=$seen model-got-it=$(grep -cF -f /tmp/imdt-codex-prompt /tmp/imdt-codex-requests)"
-tail -3 /tmp/imdt-codex-out
-"""
-    code, out = as_imd(box, script)
-    assert code == 0, out
-    assert re.search(r"model-got-it=[1-9]", out), out  # it reached the model
+def test_a_codex_jobs_prompt_is_on_no_command_line(docker_client, box_image, box, marks, jailed):
+    prompt = f"imdt-prompt-{uuid.uuid4().hex}"
+    run = jobs.codex_play(docker_client, box_image, box, [LOOK_FOR_PROMPTS], prompt=prompt, jailed=jailed)
+    assert run.code == 0 and prompt in run.prompt, str(run)  # it reached the model
     # The breaking twin: the plain `codex exec ... <prompt>` shows it to every process.
-    assert ("on-a-command-line=1" in out) is not jailed, out
+    assert (prompt in run.result(0)["output"]) is not jailed, str(run)
 
 
 COUNTER_SOL = "// SPDX-License-Identifier: MIT\npragma solidity ^0.8.20;\ncontract Counter{uint256 public number;function increment()public{number++;}}\n"

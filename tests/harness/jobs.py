@@ -24,7 +24,8 @@ states it, written down here once:
 
 The model is tests/harness/model.mjs, in a container of the test's own that shares the
 box's network namespace: Claude Code reaches it on the box's loopback through
-ANTHROPIC_BASE_URL, and a stand-in key is its login.
+ANTHROPIC_BASE_URL, and a stand-in key is its login. Codex's is tests/harness/codex_model.mjs,
+its model provider through `-c` settings (codex_provider), OPENAI_API_KEY its login.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ PROFILES = {
 }
 BROWSER_MCP = f"{BROWSER_DIR}/playwright-mcp"
 MODEL_JS = Path(__file__).with_name("model.mjs").read_text()
+CODEX_MODEL_JS = Path(__file__).with_name("codex_model.mjs").read_text()
 STAND_IN_KEY = "imdt-stand-in-key"
 
 
@@ -130,6 +132,12 @@ def codex_argv(workspace: str, prompt: str, connected: bool = False) -> list[str
     ]  # fmt: skip
 
 
+def codex_provider(port: int) -> list[str]:
+    """Codex's `-c` settings that make the scripted model on the box's loopback its provider."""
+    provider = f'{{name="imdt",base_url="http://127.0.0.1:{port}/v1",env_key="OPENAI_API_KEY",wire_api="responses"}}'
+    return ["-c", "model_provider=imdt", "-c", f"model_providers.imdt={provider}"]
+
+
 # The model's script: one list of blocks per assistant turn (tests/harness/model.mjs).
 def bash(command: str, **more) -> dict:
     return {"tool": "Bash", "input": {"command": command, "description": "a job's command", **more}}
@@ -165,11 +173,12 @@ class Run:
 
 
 @contextlib.contextmanager
-def model(client, image: str, box, steps: list) -> Iterator[tuple[int, object]]:
-    """The scripted model on `box`'s loopback: its port and its container."""
+def model(client, image: str, box, steps: list, source: str = MODEL_JS) -> Iterator[tuple[int, object]]:
+    """The scripted model on `box`'s loopback (Claude Code's, or Codex's: `source`): its port
+    and its container."""
     container = client.containers.run(
         image,
-        entrypoint=["/usr/local/bin/node", "--input-type=module", "-e", MODEL_JS],
+        entrypoint=["/usr/local/bin/node", "--input-type=module", "-e", source],
         command=[],
         environment={"MODEL_SCRIPT": json.dumps({"steps": steps})},
         network_mode=f"container:{box.id}",
@@ -217,8 +226,7 @@ def play(
             "ANTHROPIC_API_KEY": STAND_IN_KEY,
             **(env or {}),
         }
-        # Unjailed: neither the launcher nor the worker's hands (worker/hands) on its PATH.
-        unjail = "" if jailed else f"unset IDENTITYMD_CLAUDE_BIN; export PATH=${{PATH#{HANDS_DIR}:}}; "
+        unjail = "" if jailed else unjailed("IDENTITYMD_CLAUDE_BIN")
         # The prompt reaches the CLI's command line only, as the worker passes it: this run's
         # own processes (timeout, the shell) hold a file's name, in the box's /tmp, not the prompt.
         prompt_file = f"/tmp/imdt-prompt-{uuid.uuid4().hex}"
@@ -232,9 +240,54 @@ def play(
         # The worker's environment (a tool key among it) goes in as the environment, on no
         # command line a job could read in /proc.
         code, out = boxes.as_imd(box, script, timeout=timeout, environment=env)
-        said = {"result": [], "prompt": []}  # the model's lines (tests/harness/model.mjs)
-        for line in container.logs().decode(errors="replace").splitlines():
-            kind, _, data = line.partition(" ")
-            if kind in said:
-                said[kind].append(json.loads(data))
-    return Run(code, out, said["result"], (said["prompt"] or [None])[0])
+        results, said = heard(container)
+    return Run(code, out, results, said)
+
+
+def unjailed(variable: str) -> str:
+    """What a script runs first to start the plain CLI: neither the launcher nor the worker's
+    hands (worker/hands) on its PATH."""
+    return f"unset {variable}; export PATH=${{PATH#{HANDS_DIR}:}}; "
+
+
+def heard(container) -> tuple[list[dict], Optional[str]]:
+    """The scripted model's lines: each tool's result, and the job's prompt."""
+    said = {"result": [], "prompt": []}
+    for line in container.logs().decode(errors="replace").splitlines():
+        kind, _, data = line.partition(" ")
+        if kind in said:
+            said[kind].append(json.loads(data))
+    return said["result"], (said["prompt"] or [None])[0]
+
+
+def codex_play(
+    client,
+    image: str,
+    box,
+    commands: list[str],
+    *,
+    cwd: Optional[str] = None,
+    jailed: bool = True,
+    prompt: str = "the job",
+    env: Optional[dict] = None,
+    timeout: int = 180,
+) -> Run:
+    """One run of the real Codex in `box` as the worker starts it for a connected code task, the
+    scripted model (tests/harness/codex_model.mjs) playing one shell command a turn. Each
+    result is {"step", "cmd", "output"}. `jailed=False`: the plain `codex`."""
+    cwd = cwd or workspace()
+    with model(client, image, box, commands, CODEX_MODEL_JS) as (port, container):
+        env = {"OPENAI_API_KEY": STAND_IN_KEY, **(env or {})}
+        *args, _ = codex_argv(cwd, prompt, connected=True)
+        args = [args[0], *codex_provider(port), *args[1:]]
+        unjail = "" if jailed else unjailed("IDENTITYMD_CODEX_BIN")
+        prompt_file = f"/tmp/imdt-prompt-{uuid.uuid4().hex}"
+        seed(box, {prompt_file: prompt})
+        script = (
+            f"mkdir -p {shlex.quote(cwd)} && cd {shlex.quote(cwd)} && {unjail}"
+            f'exec "${{IDENTITYMD_CODEX_BIN:-codex}}" {shlex.join(args)} "$(cat {prompt_file}; rm -f {prompt_file})" '
+            "</dev/null 2>&1"
+        )
+        code, out = boxes.as_imd(box, script, timeout=timeout, environment=env)
+        results, said = heard(container)
+    return Run(code, out, results, said)

@@ -73,8 +73,8 @@ git config filter.imdt.clean 'cat {DEVICE_KEY} > ../../leak-filter.txt; cat'
 echo '* filter=imdt' > .gitattributes && echo x > f
 git -c user.name=j -c user.email=j@j add -A && git -c user.name=j -c user.email=j@j commit -qm sub
 cd ../.. && git add vendor/sub && echo nested"""
-PLANT = f"""rm plant.sh; ln -s {DEVICE_KEY} src/Leak.sol && ln -s {DEVICE_KEY} .imd-findings.json
-rm -f .imd && ln -s {HOME}/.npm-global .imd && rm -rf test && ln -s {OTHER} test && echo planted"""
+PLANT = f"""ln -s {DEVICE_KEY} src/Leak.sol && ln -s {DEVICE_KEY} .imd-findings.json
+ln -sfn {HOME}/.npm-global .imd && mv test test-was && ln -s {OTHER} test && echo planted"""
 SWAP = f"setsid nohup sh -c 'while :; do ln -sfn {HOME}/.npm-global .imd; sleep 0.05; done; : imdt-swap' >/dev/null 2>&1 & echo swapping"
 
 
@@ -90,23 +90,37 @@ def hostile_steps() -> list:
     ]
 
 
-def job_and_steps(docker_client, box_image, box, marks, *, defended: bool):
+def codex_hostile() -> list[str]:
+    """The same tree, planted by Codex's commands (one a turn)."""
+    return [NESTED, PLANT, SWAP, f"printenv {TOOL_KEY}; echo env-done"]
+
+
+def job_and_steps(docker_client, box_image, box, marks, *, defended: bool, runtime: str = "claude"):
     space, spec = hands.code_task(box, committed_link=True)
     job = space.rsplit("/", 1)[0]
     jobs.seed(box, {f"{job}/{SIBLING}/notes": marks["sibling node"]})
     before = hands.worker_steps(box, "before", space, spec, defended=defended)
-    run = jobs.play(
-        docker_client,
-        box_image,
-        box,
-        hostile_steps(),
-        cwd=space,
-        browser=BROWSER_TOOLS,
-        jailed=defended,
-        env={TOOL_KEY: marks["tool key"]},  # the worker's environment holds tools.env's keys
-    )
+    worker_env = {TOOL_KEY: marks["tool key"]}  # the worker's environment holds tools.env's keys
+    if runtime == "codex":
+        run = jobs.codex_play(
+            docker_client, box_image, box, codex_hostile(), cwd=space, jailed=defended, env=worker_env
+        )
+    else:
+        run = jobs.play(
+            docker_client,
+            box_image,
+            box,
+            hostile_steps(),
+            cwd=space,
+            browser=BROWSER_TOOLS,
+            jailed=defended,
+            env=worker_env,
+        )
     assert run.code == 0, str(run)
     after = hands.worker_steps(box, "after", space, spec, defended=defended)
+    # The repair pass repeats them (its agent, which would come between, is left out): a
+    # nested repository the worker's own `add -A` staged is looked into only then.
+    repair = hands.worker_steps(box, "after", space, spec, defended=defended)
     # Every file of the job's folder but the other node's own notes, with any mark in it.
     marks_ = " ".join(f"-e {m}" for m in marks.values())
     _, files = as_imd(box, f"grep -rIl --exclude-dir={SIBLING} {marks_} {job}; true")
@@ -117,17 +131,20 @@ def job_and_steps(docker_client, box_image, box, marks, *, defended: bool):
         f"for p in {HOME}/.npm-global/reads {OTHER}/scratch; do [ -e $p ] && echo there $p || echo gone $p; done;"
         f" [ -L {job}/dep-planted.bundle ] && echo there link || echo gone link",
     )
-    return run, before, after, files, outside
+    return run, before, (after, repair), files, outside
 
 
 def found(text: str, marks: dict) -> set:
     return {label for label, mark in marks.items() if mark in text}
 
 
-def test_a_hostile_jobs_tree_steers_the_worker_to_nothing_of_the_home(docker_client, box_image, box, marks):
-    run, before, after, files, outside = job_and_steps(docker_client, box_image, box, marks, defended=True)
+@pytest.mark.parametrize("runtime", ["claude", "codex"])
+def test_a_hostile_jobs_tree_steers_the_worker_to_nothing_of_the_home(docker_client, box_image, box, marks, runtime):
+    run, before, (after, repair), files, outside = job_and_steps(
+        docker_client, box_image, box, marks, defended=True, runtime=runtime
+    )
     assert found(json.dumps(run.results), marks) == set(), str(run)
-    assert found(json.dumps(before), marks) == set() and found(json.dumps(after), marks) == set(), after
+    assert found(json.dumps([before, after, repair]), marks) == set(), (after, repair)
     assert files.strip() == "", files
     # Nothing written through a link, nothing deleted through one.
     assert outside.split("\n")[:3] == [f"gone {HOME}/.npm-global/reads", f"there {OTHER}/scratch", "gone link"], outside
@@ -148,12 +165,15 @@ def test_the_workers_steps_build_and_test_a_contract_and_bundle_the_change(box):
     after = hands.worker_steps(box, "after", space, spec, defended=True)
     assert [(c["name"], c["passed"]) for c in after["localChecks"]] == [("build", True), ("test", True)], after
     assert "[PASS] test_increment()" in after["localChecks"][1]["output"], after
-    assert "src/Counter.sol" in after["changed"] and "imdt-changed" in after["bundled"], after
+    assert after["changed"] == ["src/Counter.sol"] and "imdt-changed" in after["bundled"], after
     assert after["bundleBytes"] > 0, after
 
 
-def test_without_the_defence_the_same_tree_leaks_each_way(docker_client, box_image, box, marks):
-    run, before, after, files, outside = job_and_steps(docker_client, box_image, box, marks, defended=False)
+@pytest.mark.parametrize("runtime", ["claude", "codex"])
+def test_without_the_defence_the_same_tree_leaks_each_way(docker_client, box_image, box, marks, runtime):
+    run, before, (after, repair), files, outside = job_and_steps(
+        docker_client, box_image, box, marks, defended=False, runtime=runtime
+    )
     assert "tool key" in found(json.dumps(run.results), marks), str(run)
     # Written through .imd, deleted through test/, a link left beside the bundles.
     assert outside.split("\n")[:3] == [f"there {HOME}/.npm-global/reads", f"gone {OTHER}/scratch", "there link"], (

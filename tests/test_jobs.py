@@ -48,10 +48,11 @@ def marks(box) -> dict[str, str]:
     """Each secret, seeded as imd with a mark of its own; removed again with the module, as
     the installed CLIs' volume serves other tests."""
     marks = {label: jobs.mark(label) for label in SECRETS}
-    # Claude Code reads its state and login as JSON: those two hold the mark as a value.
-    as_json = {"claude state", "login"}
+    # Claude Code reads its state and login as JSON, Codex its login (an API key, as `codex
+    # login --with-api-key` keeps it): those hold the mark as a value.
+    as_json = {"claude state": "imdtMark", "login": "imdtMark", "codex login": "OPENAI_API_KEY"}
     files = {
-        path: json.dumps({"imdtMark": marks[label]}) if label in as_json else marks[label]
+        path: json.dumps({as_json[label]: marks[label]}) if label in as_json else marks[label]
         for label, path in SECRETS.items()
     }
     jobs.seed(box, {**files, OWNER_SETTINGS: json.dumps({"skipWebFetchPreflight": True})})
@@ -314,19 +315,20 @@ def codex_hostile(topology) -> list[str]:
     ]
 
 
-def test_a_codex_job_reads_nothing_of_the_home_but_the_codex_login(docker_client, box_image, box, topology, marks):
-    run = jobs.codex_play(docker_client, box_image, box, codex_hostile(topology))
+def test_a_codex_job_reads_nothing_of_the_home_and_codex_still_signs_in(docker_client, box_image, box, topology, marks):
+    run = jobs.codex_play(docker_client, box_image, box, codex_hostile(topology), login_file=True)
     assert run.code == 0 and len(run.results) == 4, str(run)
     assert "mine" in run.result(0)["output"], str(run)
-    # Codex's sandbox limits writes, not reads: its login is the one file of the home in reach.
-    assert {label for label, _ in leaked(run, marks, "output").items()} == {"codex login"}, str(run)
+    # Not even the Codex login the jail holds for Codex, which signs its requests with it.
+    assert leaked(run, marks, "output") == {}, str(run)
+    assert run.login == f"Bearer {marks['codex login']}", str(run)
     assert "imd-test-listener:mac" not in run.result(2)["output"], str(run)
     assert "imd-test-listener:internet" in run.result(3)["output"], str(run)
 
 
 def test_without_the_jail_codexs_commands_read_another_jobs_workspace(docker_client, box_image, box, topology, marks):
     run = jobs.codex_play(docker_client, box_image, box, codex_hostile(topology)[:1], jailed=False)
-    assert {"other job", "device key"} <= set(leaked(run, marks, "output")), str(run)
+    assert {"other job", "device key", "codex login"} <= set(leaked(run, marks, "output")), str(run)
 
 
 def test_two_codex_jobs_side_by_side_see_neither_the_others_work_nor_its_prompt(docker_client, box_image, box, marks):

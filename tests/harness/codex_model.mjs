@@ -16,6 +16,7 @@
 // What the test reads, on stdout, one line each:
 //   listening: model <port>
 //   prompt <json>   the job's prompt (the last user message of the first request)
+//   login <json>    the login Codex signed its first request with (its Authorization header)
 //   result <json>   a command's result: {"step", "cmd", "output"}
 import http from "node:http";
 
@@ -24,6 +25,7 @@ const port = Number(process.env.MODEL_PORT || 0);
 const callId = (step) => `call_imdt_${step}`;
 const reported = new Set();
 let promptSeen = false;
+let loginSeen = false;
 
 const textOf = (content) =>
   (typeof content === "string" ? [{ text: content }] : content || []).map((p) => p.text || "").join("\n");
@@ -61,6 +63,10 @@ const server = http.createServer((req, res) => {
       return;
     }
     const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    if (!loginSeen) {
+      loginSeen = true;
+      console.log(`login ${JSON.stringify(req.headers.authorization || "")}`);
+    }
     const item = turnFor(body);
     const id = `resp_imdt_${Date.now()}`;
     const response = { id, object: "response", created_at: Math.floor(Date.now() / 1000), model: body.model, status: "in_progress", output: [] };

@@ -132,9 +132,12 @@ def codex_argv(workspace: str, prompt: str, connected: bool = False) -> list[str
     ]  # fmt: skip
 
 
-def codex_provider(port: int) -> list[str]:
-    """Codex's `-c` settings that make the scripted model on the box's loopback its provider."""
-    provider = f'{{name="imdt",base_url="http://127.0.0.1:{port}/v1",env_key="OPENAI_API_KEY",wire_api="responses"}}'
+def codex_provider(port: int, login_file: bool = False) -> list[str]:
+    """Codex's `-c` settings that make the scripted model on the box's loopback its provider.
+    Its login: OPENAI_API_KEY, or with `login_file` Codex's own (~/.codex/auth.json), as a
+    box signed in with `codex login` has it."""
+    auth = "requires_openai_auth=true" if login_file else 'env_key="OPENAI_API_KEY"'
+    provider = f'{{name="imdt",base_url="http://127.0.0.1:{port}/v1",{auth},wire_api="responses"}}'
     return ["-c", "model_provider=imdt", "-c", f"model_providers.imdt={provider}"]
 
 
@@ -153,6 +156,7 @@ class Run:
     out: str  # Claude Code's stream-json (and stderr)
     results: list[dict]  # each tool's result as the model got it, in order
     prompt: Optional[str] = None  # what the model got as the job's prompt
+    login: Optional[str] = None  # what Codex signed its requests with (codex_play)
 
     def result(self, step: int, index: int = 0) -> dict:
         """The result of the `index`th tool call of the script's `step`th turn."""
@@ -240,8 +244,8 @@ def play(
         # The worker's environment (a tool key among it) goes in as the environment, on no
         # command line a job could read in /proc.
         code, out = boxes.as_imd(box, script, timeout=timeout, environment=env)
-        results, said = heard(container)
-    return Run(code, out, results, said)
+        said = heard(container)
+    return Run(code, out, said["result"], (said["prompt"] or [None])[0])
 
 
 def unjailed(variable: str) -> str:
@@ -250,14 +254,14 @@ def unjailed(variable: str) -> str:
     return f"unset {variable}; export PATH=${{PATH#{HANDS_DIR}:}}; "
 
 
-def heard(container) -> tuple[list[dict], Optional[str]]:
-    """The scripted model's lines: each tool's result, and the job's prompt."""
-    said = {"result": [], "prompt": []}
+def heard(container) -> dict[str, list]:
+    """The scripted model's lines: each tool's result, the job's prompt, Codex's login."""
+    said = {"result": [], "prompt": [], "login": []}
     for line in container.logs().decode(errors="replace").splitlines():
         kind, _, data = line.partition(" ")
         if kind in said:
             said[kind].append(json.loads(data))
-    return said["result"], (said["prompt"] or [None])[0]
+    return said
 
 
 def codex_play(
@@ -270,16 +274,18 @@ def codex_play(
     jailed: bool = True,
     prompt: str = "the job",
     env: Optional[dict] = None,
+    login_file: bool = False,
     timeout: int = 180,
 ) -> Run:
     """One run of the real Codex in `box` as the worker starts it for a connected code task, the
     scripted model (tests/harness/codex_model.mjs) playing one shell command a turn. Each
-    result is {"step", "cmd", "output"}. `jailed=False`: the plain `codex`."""
+    result is {"step", "cmd", "output"}. `jailed=False`: the plain `codex`; `login_file`: Codex
+    signs in with its own login file (codex_provider)."""
     cwd = cwd or workspace()
     with model(client, image, box, commands, CODEX_MODEL_JS) as (port, container):
         env = {"OPENAI_API_KEY": STAND_IN_KEY, **(env or {})}
         *args, _ = codex_argv(cwd, prompt, connected=True)
-        args = [args[0], *codex_provider(port), *args[1:]]
+        args = [args[0], *codex_provider(port, login_file), *args[1:]]
         unjail = "" if jailed else unjailed("IDENTITYMD_CODEX_BIN")
         prompt_file = f"/tmp/imdt-prompt-{uuid.uuid4().hex}"
         seed(box, {prompt_file: prompt})
@@ -289,5 +295,5 @@ def codex_play(
             "</dev/null 2>&1"
         )
         code, out = boxes.as_imd(box, script, timeout=timeout, environment=env)
-        results, said = heard(container)
-    return Run(code, out, results, said)
+        said = heard(container)
+    return Run(code, out, said["result"], (said["prompt"] or [None])[0], (said["login"] or [None])[0])

@@ -124,8 +124,11 @@ def test_a_crashed_worker_comes_back_behind_its_walls(docker_client, bx, signal_
     assert bx.run("start").returncode == 0
     c = docker_client.containers.get(bx.container)
     assert c.logs().count(startup.WALLS_UP) == 1 and c.attrs["RestartCount"] == 0
-    r = c.exec_run(["pkill", f"-{signal_name}", pick, "-f", WORKER], user="imd")
-    assert r.exit_code == 0, r.output
+    r = c.exec_run(["pgrep", pick, "-f", WORKER], user="imd")
+    assert r.exit_code == 0, r.output  # the process is there
+    # Sent detached: the supervisor's end stops the box, and an exec still running then (the
+    # sender, before it reports) dies with it, exit 137.
+    c.exec_run(["kill", f"-{signal_name}", r.output.decode().split()[0]], user="imd", detach=True)
     # Docker restarts it (unless-stopped); the entrypoint sets and verifies the walls again.
     _up_again(c, walls_lines=2)
     assert c.attrs["RestartCount"] == 1

@@ -281,6 +281,26 @@ def test_a_website_job_installs_builds_serves_and_looks_at_its_site(docker_clien
     assert run.result(8)["images"] == 1, str(run)
 
 
+def test_a_codex_website_job_installs_builds_and_serves_its_site(docker_client, box_image, web_box):
+    # A preview server is a session of Codex's own (exec_command that yields while it runs on):
+    # Codex ends whatever else a command leaves running when it returns.
+    serve = {"cmd": "node serve.mjs", "yield_time_ms": 1500}
+    commands = [
+        'printf \'{"name": "site", "private": true, "type": "module"}\' > package.json && '
+        "npm install escape-html@1 --no-audit --no-fund --no-update-notifier 2>&1",
+        f"printf %s {shlex.quote(SITE_BUILD)} > build.mjs && printf %s {shlex.quote(SITE_SERVE)} > serve.mjs && "
+        "node build.mjs && cat dist/index.html",
+        serve,
+        "curl -sS -m 5 http://127.0.0.1:4173/",
+        "curl -sS -m 5 http://127.0.0.1:4173/quit",
+    ]
+    run = jobs.codex_play(docker_client, box_image, web_box, commands, timeout=300)
+    assert run.code == 0 and len(run.results) == len(commands), str(run)
+    assert "added 1 package" in run.result(0)["output"], str(run)
+    assert "<title>imdt-site</title>" in run.result(1)["output"], str(run)
+    assert "<title>imdt-site</title>" in run.result(3)["output"], str(run)  # the next command reaches it
+
+
 def test_with_a_network_namespace_per_command_no_preview_is_in_reach(docker_client, box_image, topology, agents, marks):
     # The breaking twin: the sandbox's own bubblewrap, as Claude Code runs it unless told.
     page = "<html><head><title>imdt-site</title></head></html>"

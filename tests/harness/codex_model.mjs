@@ -10,7 +10,8 @@
 // (with usage). A tool's result comes back in the next request as a custom_tool_call_output.
 //
 // MODEL_SCRIPT (JSON): {"steps": [cmd, ...]}, one shell command per turn, each run through
-// exec_command; after the last, a message ends the job. Which turn a request gets is read
+// exec_command (a step may also be exec_command's arguments: {"cmd", "yield_time_ms"}, for a
+// process that runs on in a session of its own); after the last, a message ends the job. Which turn a request gets is read
 // from the request itself (how many tool calls its input holds), so a retry gets the same.
 //
 // What the test reads, on stdout, one line each:
@@ -49,7 +50,8 @@ function turnFor(body) {
   if (step >= script.steps.length) {
     return { type: "message", role: "assistant", id: `msg_imdt_${step}`, status: "completed", content: [{ type: "output_text", text: "done", annotations: [] }] };
   }
-  const js = `const r = await tools.exec_command(${JSON.stringify({ cmd: script.steps[step] })}); text(typeof r === "string" ? r : JSON.stringify(r));`;
+  const args = typeof script.steps[step] === "string" ? { cmd: script.steps[step] } : script.steps[step];
+  const js = `const r = await tools.exec_command(${JSON.stringify(args)}); text(typeof r === "string" ? r : JSON.stringify(r));`;
   return { type: "custom_tool_call", id: `ctc_imdt_${step}`, call_id: callId(step), name: "exec", input: js, status: "completed" };
 }
 

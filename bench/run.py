@@ -101,6 +101,14 @@ def tail(text: str, n: int = 3) -> str:
     return " / ".join(lines[-n:])[:300] or "(no output)"
 
 
+def cost_row(label: str, jailed: Row, plain: Row, goal: float) -> Row:
+    """The jailed median over the plain one, against its goal."""
+    ratio = statistics.median(jailed.samples) / statistics.median(plain.samples)
+    cost = Row(label, goal=None, value_text=f"{ratio:.2f}×")
+    cost.met, cost.note = ratio <= goal, f"goal ≤ {goal}×, medians of alternating runs"
+    return cost
+
+
 def timed(fn: Callable[[], object]) -> float:
     t0 = time.perf_counter()
     fn()
@@ -334,10 +342,7 @@ class Bench:
                         row.samples.append(elapsed)
             finally:
                 box.remove(force=True)
-        ratio = statistics.median(jailed.samples) / statistics.median(plain.samples)
-        cost = Row("the jail's cost (jailed / no jail)", goal=None, value_text=f"{ratio:.2f}×")
-        cost.met, cost.note = ratio <= GOALS["jail"], f"goal ≤ {GOALS['jail']}×, medians of alternating runs"
-        self.rows += [jailed, plain, cost]
+        self.rows += [jailed, plain, cost_row("the jail's cost (jailed / no jail)", jailed, plain, GOALS["jail"])]
 
     # ---------------------------------------------------------------- the worker's hands
     def hands(self) -> None:
@@ -371,9 +376,7 @@ class Bench:
                             raise RuntimeError(f"the worker's forge build or test failed: {tail(str(sent))}")
             finally:
                 box.remove(force=True)
-        ratio = statistics.median(jailed.samples) / statistics.median(plain.samples)
-        cost = Row("the hands' jail cost (jailed / no jail)", goal=None, value_text=f"{ratio:.2f}×")
-        cost.met, cost.note = ratio <= GOALS["hands"], f"goal ≤ {GOALS['hands']}×, medians of alternating runs"
+        cost = cost_row("the hands' jail cost (jailed / no jail)", jailed, plain, GOALS["hands"])
         self.rows += [jailed, plain, cost]
 
     # ---------------------------------------------------------------- box start

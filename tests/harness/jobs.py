@@ -230,28 +230,29 @@ def play(
             "ANTHROPIC_API_KEY": STAND_IN_KEY,
             **(env or {}),
         }
-        unjail = "" if jailed else unjailed("IDENTITYMD_CLAUDE_BIN")
-        # The prompt reaches the CLI's command line only, as the worker passes it: this run's
-        # own processes (timeout, the shell) hold a file's name, in the box's /tmp, not the prompt.
-        prompt_file = f"/tmp/imdt-prompt-{uuid.uuid4().hex}"
-        seed(box, {prompt_file: prompt})
         flag, _, *rest = argv(prompt, profile, len(steps) + 2, browser, tools)
-        script = (
-            f"mkdir -p {shlex.quote(cwd)} && cd {shlex.quote(cwd)} && {unjail}"
-            f'exec "${{IDENTITYMD_CLAUDE_BIN:-claude}}" {flag} "$(cat {prompt_file}; rm -f {prompt_file})" '
-            f"{shlex.join(rest)} </dev/null 2>&1"
-        )
-        # The worker's environment (a tool key among it) goes in as the environment, on no
-        # command line a job could read in /proc.
-        code, out = boxes.as_imd(box, script, timeout=timeout, environment=env)
+        code, out = start_cli(box, cwd, "IDENTITYMD_CLAUDE_BIN", "claude", [flag], prompt, rest, jailed, env, timeout)
         said = heard(container)
     return Run(code, out, said["result"], (said["prompt"] or [None])[0])
 
 
-def unjailed(variable: str) -> str:
-    """What a script runs first to start the plain CLI: neither the launcher nor the worker's
-    hands (worker/hands) on its PATH."""
-    return f"unset {variable}; export PATH=${{PATH#{HANDS_DIR}:}}; "
+def start_cli(box, cwd: str, variable: str, cli: str, before: list[str], prompt: str, after: list[str], jailed: bool,
+              env: dict, timeout: int) -> tuple[int, str]:  # fmt: skip
+    """The CLI the worker runs (`$variable`, else `cli`; `jailed=False`: the plain one, and
+    neither the launcher nor the worker's hands on its PATH) in `cwd`, with `before`, the
+    prompt and `after` as its arguments, stdin closed: its exit code and output."""
+    unjail = "" if jailed else f"unset {variable}; export PATH=${{PATH#{HANDS_DIR}:}}; "
+    # The prompt reaches the CLI's command line only, as the worker passes it: this run's own
+    # processes (timeout, the shell) hold a file's name, in the box's /tmp, not the prompt.
+    prompt_file = f"/tmp/imdt-prompt-{uuid.uuid4().hex}"
+    seed(box, {prompt_file: prompt})
+    script = (
+        f'mkdir -p {shlex.quote(cwd)} && cd {shlex.quote(cwd)} && {unjail}exec "${{{variable}:-{cli}}}" '
+        f'{shlex.join(before)} "$(cat {prompt_file}; rm -f {prompt_file})" {shlex.join(after)} </dev/null 2>&1'
+    )
+    # The worker's environment (a tool key among it) goes in as the environment, on no command
+    # line a job could read in /proc.
+    return boxes.as_imd(box, script, timeout=timeout, environment=env)
 
 
 def heard(container) -> dict[str, list]:
@@ -286,14 +287,6 @@ def codex_play(
         env = {"OPENAI_API_KEY": STAND_IN_KEY, **(env or {})}
         *args, _ = codex_argv(cwd, prompt, connected=True)
         args = [args[0], *codex_provider(port, login_file), *args[1:]]
-        unjail = "" if jailed else unjailed("IDENTITYMD_CODEX_BIN")
-        prompt_file = f"/tmp/imdt-prompt-{uuid.uuid4().hex}"
-        seed(box, {prompt_file: prompt})
-        script = (
-            f"mkdir -p {shlex.quote(cwd)} && cd {shlex.quote(cwd)} && {unjail}"
-            f'exec "${{IDENTITYMD_CODEX_BIN:-codex}}" {shlex.join(args)} "$(cat {prompt_file}; rm -f {prompt_file})" '
-            "</dev/null 2>&1"
-        )
-        code, out = boxes.as_imd(box, script, timeout=timeout, environment=env)
+        code, out = start_cli(box, cwd, "IDENTITYMD_CODEX_BIN", "codex", args, prompt, [], jailed, env, timeout)
         said = heard(container)
     return Run(code, out, said["result"], (said["prompt"] or [None])[0], (said["login"] or [None])[0])

@@ -486,6 +486,7 @@ def test_16_without_the_jobs_jail_claudes_own_tools_read_the_home(check, has_bro
     # A worker/jail that runs its program with no jail: Claude's sandbox alone still hides the
     # home from a job's commands, but Claude Code's own tools would read all of it.
     passthrough = b"""#!/bin/bash
+case "$0" in */hands/git | */hands/forge) set -- "${0##*/}" "$@" ;; esac
 case "$1" in
   git) shift && exec /usr/bin/git "$@" ;;
   forge) shift && exec /usr/local/bin/forge "$@" ;;

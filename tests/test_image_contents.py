@@ -35,8 +35,6 @@ ROOT_RUNS = (
     layout.CLAUDE_JAIL,
     layout.CODEX_JAIL,
     layout.SANDBOX_BWRAP,
-    f"{layout.HANDS_DIR}/git",
-    f"{layout.HANDS_DIR}/forge",
 )
 
 
@@ -70,6 +68,12 @@ def test_the_worker_user_is_imd_1000_with_a_private_home(image):
 def test_what_root_runs_is_roots_and_only_root_may_change_it(image, path):
     f = image.file(path)
     assert f.is_file and f.user == "root" and f.group == "root" and f.mode == 0o755, (f.user, oct(f.mode))
+
+
+@pytest.mark.parametrize("tool", ["git", "forge"])
+def test_the_workers_hands_are_the_jail_itself(image, tool):
+    hand = image.file(f"{layout.HANDS_DIR}/{tool}")
+    assert hand.is_symlink and hand.linked_to == layout.JAIL and hand.user == "root"
 
 
 def test_no_setuid_or_setgid_file_in_the_image(image):

@@ -1,0 +1,47 @@
+"""A run of a job's jail whose launcher is killed before it clears the node (the worker's
+SIGKILL): what the run left goes at the worker's next git call, as the run's mark in the box's
+/tmp says (worker/jail). No agent CLI is needed: the jail runs one of the image's programs."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from imdbox import layout
+from tests.harness import boxes, hands
+from tests.harness.boxes import as_imd
+from tests.harness.jobs import HOME
+
+pytestmark = pytest.mark.usefixtures("box_image")
+
+
+@pytest.fixture(scope="module")
+def box(docker_client, box_image, topology):
+    with boxes.volume(docker_client) as volume:
+        container = boxes.start_walled(docker_client, box_image, topology, volume=volume)
+        try:
+            yield container
+        finally:
+            container.remove(force=True)
+
+
+# The twin takes the mark away, and the same leftovers stay.
+ORPHAN = f"setsid sh -c 'echo $$ > orphan.pid; while :; do ln -sfn {HOME}/.npm-global .imd; sleep 0.05; done' >/dev/null 2>&1 & sleep 60"
+
+
+@pytest.mark.parametrize("marked", [True, False], ids=["marked", "twin-mark-gone"])
+def test_a_run_whose_launcher_was_killed_is_cleared_before_the_workers_git(box, marked):
+    space, _ = hands.code_task(box, committed_link=False)
+    forget = "" if marked else "rm -f /tmp/.imd-box-runs/*; "
+    script = (
+        f"cd {space} && {{ {layout.JAIL} claude --program /bin/sh -c {shlex.quote(ORPHAN)} & }} && sleep 1 && "
+        f"kill -KILL $! && sleep 0.3 && {forget}git status --porcelain >/dev/null; sleep 0.2; "
+        f"kill -0 $(cat orphan.pid) 2>/dev/null && echo orphan || echo no-orphan; [ -L .imd ] && echo link || echo no-link"
+    )
+    try:
+        code, out = as_imd(box, script)
+    finally:
+        as_imd(box, f"kill -KILL $(cat {space}/orphan.pid)")
+    assert code == 0, out
+    assert out.split()[-2:] == (["no-orphan", "no-link"] if marked else ["orphan", "link"]), out

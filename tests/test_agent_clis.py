@@ -14,11 +14,11 @@ import json
 
 import pytest
 
-from imdbox import names
-from imdbox.check.runner import CLAUDE_SETTINGS
+from imdbox import layout, names
+from imdbox.check.runner import CLAUDE_SETTINGS, run_check
 from tests.harness import agents as agents_mod
 from tests.harness import boxes
-from tests.test_check import patched_image
+from tests.test_check import TEST_TARGETS, patched_image, show
 
 # In a parallel run (-n) one worker runs every test of the installed CLIs: one install serves them.
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.XDIST_GROUP)]
@@ -113,3 +113,61 @@ def test_breaking_twin_without_fail_if_unavailable_claude_starts_unsandboxed(
     assert "Refusing to start without a working sandbox" not in logs, logs
     assert "Commands will run WITHOUT sandboxing" in logs, logs
     assert init_line(logs)["sandbox_enabled"] is False, logs
+
+
+# box check line 16 where Codex is installed: Codex's sandbox as a job's commands get it (the
+# jail asks Codex for it as for a job: worker/jail). The twin is the jail's own text with both
+# parts of that ask broken, the login readable and the network off: each shows on its own.
+JAIL_TEXT = (names.REPO_ROOT / "worker" / "jail").read_text()
+CODEX_BREAKS = {
+    'login="\\"$HOME_DIR/.codex\\"=\\"none\\""': 'login="\\"$HOME_DIR/.codex\\"=\\"read\\""',
+    '"permissions.imdbox.network.enabled=$network"': '"permissions.imdbox.network.enabled=false"',
+}
+
+
+# The twin of the workspace's part: the profile also denies the job's working directory.
+HIDE_WORKSPACE = {
+    'files="\\"$HOME_DIR\\"=\\"write\\",$login"': 'files="\\"$HOME_DIR\\"=\\"write\\",$login,\\"$cwd\\"=\\"none\\""',
+}
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [None, "login-network", "workspace"],
+    ids=["as-a-job-gets-it", "twin-login-read-network-off", "twin-workspace"],
+)
+def test_check_line_16_runs_codexs_sandbox_as_a_job_gets_it(docker_client, box_image, topology, agents, broken):
+    text = JAIL_TEXT
+    for old, new in {"login-network": CODEX_BREAKS, "workspace": HIDE_WORKSPACE}.get(broken, {}).items():
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    with patched_image(docker_client, box_image, {layout.JAIL: (text.encode(), 0o755)} if broken else {}) as image:
+        report = run_check(
+            boxes.engine_of(docker_client, image=image, volume=agents),
+            image=image,
+            volume=agents,
+            networks=topology.network_names,
+            extra_hosts=topology.extra_hosts,
+            internet_url=topology.url("internet"),
+            targets=TEST_TARGETS,
+            only=("read_jail",),
+            name_prefix="imdt-check-",
+        )
+    r = report.by_id("read_jail")
+    if broken is None:
+        assert r.ok, show(report)
+        assert (
+            "Codex's sandbox (the volume's codex, as the jail asks for it for a job) reads none of them, "
+            "the Codex login included" in r.detail
+        ), r.detail
+        assert "reaches the preview server and http://198.51.100.10/ (200)" in r.detail, r.detail
+        return
+    assert not r.ok, show(report)
+    if broken == "workspace":
+        assert "Codex's sandbox cannot read the job's own workspace either" in r.detail, r.detail
+        assert " READ " not in r.detail, r.detail
+        return
+    assert "Codex's sandbox READ the Codex login (canary)" in r.detail, r.detail
+    assert "device key" not in r.detail, r.detail  # the jail still holds nothing else
+    assert "a command in Codex's sandbox cannot reach http://198.51.100.10/" in r.detail, r.detail
+    assert "is out of reach of a command in Codex's sandbox" in r.detail, r.detail

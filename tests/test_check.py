@@ -222,8 +222,8 @@ HEALTHY_EVIDENCE = {
     "internet": ["GET http://198.51.100.10/ -> 200"],
     "read_jail": [
         "Claude's sandbox (srt, rules from /etc/claude-code/managed-settings.json)",
-        "cannot read the Claude login (canary), the device key (canary), tools.env (canary),"
-        " another job's workspace or the rest of the home",
+        "cannot read the Claude login (canary), the Codex login (canary), the device key (canary),"
+        " tools.env (canary), another job's workspace or the rest of the home",
         "nor through /proc/<pid>/root",
         "in a job's jail (/usr/local/lib/imd-box/worker/jail)",
         "Claude's own tools and its browser read none of them but the login",
@@ -231,6 +231,7 @@ HEALTHY_EVIDENCE = {
         "the worker can",
         "a preview server one command started is reached by the next command and by the browser",
         "a command gets http://198.51.100.10/ (200)",
+        "Codex is not installed (/home/imd/.npm-global/bin/codex): its sandbox is not proved",
     ],
     "jailed_root": [
         "unshare -U -r: list, list v6, add a chain, flush: refused",

@@ -18,6 +18,9 @@ export function secretPaths() {
     claudeDir,
     imdDir,
     claudeLogin: path.join(claudeDir, ".credentials.json"),
+    // Where the jail holds Codex's login for Codex (worker/jail), and Codex itself, when installed.
+    codexLogin: path.join(HOME, ".codex", "auth.json"),
+    codex: path.join(HOME, ".npm-global", "bin", "codex"),
     deviceKey: path.join(imdDir, "config.json"),
     toolsEnv: path.join(imdDir, "tools.env"),
     workRoot: path.join(imdDir, "work"),
@@ -25,6 +28,8 @@ export function secretPaths() {
 }
 
 export const CANARY = ".imd-box-check-canary";
+// The sandbox options the worker gives a Codex job's exec (tests/harness/jobs.py has the argv).
+const CODEX_JOB_SANDBOX = ["--sandbox", "workspace-write", "-c", "sandbox_workspace_write.network_access=true"];
 const CANARY_TEXT = "imd-box check canary: the read jail must not see this\n";
 
 /** The folders of `dir` that are not there yet, made for the test. */
@@ -53,6 +58,7 @@ function jailTargets(made) {
   const secrets = [];
   for (const [label, file] of [
     ["the Claude login", p.claudeLogin],
+    ["the Codex login", p.codexLogin],
     ["the device key", p.deviceKey],
     ["tools.env", p.toolsEnv],
   ]) {
@@ -253,6 +259,7 @@ export async function readJail() {
     // settings and the browser's page are files in the workspace, the one folder of the home
     // the jail holds.
     for (const name of ["jail", "srt", "sh", "chromium"]) if (!fs.existsSync(tool(name))) return { ok: false, detail: `${name} is missing from the box` };
+    const codex = fs.existsSync(secretPaths().codex);
     const sb = claude.sandbox;
     // srt refuses Claude's `*` in its own settings: an empty domain list gives the command the
     // network namespace and proxy that worker/bwrap (the bwrapPath) drops, as for Claude's.
@@ -279,17 +286,25 @@ export async function readJail() {
       run(...inJail([tool("sh"), "-c", reads, "jail", ...asked])),
     ]);
     preview = started;
-    let sandboxRun, browserRun;
+    let sandboxRun, browserRun, codexRun;
     if (preview.why) bad.push(preview.why);
     else {
       const page = path.join(scratch, "page.html");
       fs.writeFileSync(page, browserPage(asked, preview.url));
       const next = `p=$1 i=$2 c=$3; shift 3; ${reads}; exec ${process.execPath} -e "$c" "$p" "$i"`;
-      [sandboxRun, browserRun] = await Promise.all([
+      [sandboxRun, browserRun, codexRun] = await Promise.all([
         run(...sandboxed(tool("sh"), "-c", next, "jail", preview.url, cfg.internet_url, NET_CLIENT, ...asked)),
         // The page may read files (a flag no job's browser has): what the jail holds is all it
         // can reach, so the jail, not Playwright's file:// guardrail, is what is proved.
         run(...inJail([tool("chromium"), "--allow-file-access-from-files", "--dump-dom", `file://${page}`])),
+        // A Codex job's commands: Codex's sandbox with the options the worker gives a job's
+        // exec, through the jail, which asks Codex for it as it does for a job.
+        codex &&
+          run(
+            tool("jail"),
+            ["codex", "sandbox", ...CODEX_JOB_SANDBOX, "--", tool("sh"), "-c", next, "jail", preview.url, cfg.internet_url, NET_CLIENT, ...asked],
+            { cwd: workspace, env: { ...process.env, HOME } },
+          ),
       ]);
     }
     const seenBy = (label, r, decode = (d) => d) => {
@@ -324,6 +339,7 @@ export async function readJail() {
     const login = (label) => label.startsWith("the Claude login");
     const views = [
       ["srt in the job's jail", sandboxRun, "the sandbox", () => false],
+      ["Codex's sandbox in the job's jail", codexRun, "Codex's sandbox", () => false],
       ["the job's jail", toolsRun, `the job's jail (${tool("jail")})`, login],
       ["the browser in the job's jail", browserRun, "the browser in the job's jail", login, digestOfBase64],
     ];
@@ -342,12 +358,19 @@ export async function readJail() {
         bad.push(`${who} cannot read the job's own workspace either (${work}): not a jail a job can work in`);
     }
     const preview_ = `the preview server a sandboxed command started (${preview.url})`;
-    for (const [label, by] of [["srt in the job's jail", "the next command"], ["the browser in the job's jail", "the browser"]]) {
+    for (const [label, by] of [
+      ["srt in the job's jail", "the next command"],
+      ["the browser in the job's jail", "the browser"],
+      ["Codex's sandbox in the job's jail", "a command in Codex's sandbox"],
+    ]) {
       const got = (seen[label] || {})["net:preview"];
       if (label in seen && got !== PREVIEW_TOKEN) bad.push(`${preview_} is out of reach of ${by} (${short(got || "no answer", 60)})`);
     }
     const net = (seen["srt in the job's jail"] || {})["net:internet"];
     if ("srt in the job's jail" in seen && !/^\d+$/.test(net)) bad.push(`a sandboxed command cannot reach ${cfg.internet_url} (${short(net || "no answer", 60)})`);
+    const codexNet = (seen["Codex's sandbox in the job's jail"] || {})["net:internet"];
+    if ("Codex's sandbox in the job's jail" in seen && !/^\d+$/.test(codexNet))
+      bad.push(`a command in Codex's sandbox cannot reach ${cfg.internet_url} (${short(codexNet || "no answer", 60)})`);
     if (bad.length) return { ok: false, detail: bad.join("; ") };
     const labels = secrets.map(([l]) => l);
     return {
@@ -357,7 +380,10 @@ export async function readJail() {
         `${labels.slice(0, -1).join(", ")} or ${labels.at(-1)} — nor through /proc/<pid>/root — and Claude's own tools ` +
         `and its browser read none of them but the login; all three read the job's own workspace; the worker can; ` +
         `a preview server one command started is reached by the next command and by the browser; a command gets ` +
-        `${cfg.internet_url} (${net})`,
+        `${cfg.internet_url} (${net}); ` +
+        (codex
+          ? `Codex's sandbox (the volume's codex, as the jail asks for it for a job) reads none of them, the Codex login included, reads the workspace, and reaches the preview server and ${cfg.internet_url} (${codexNet})`
+          : `Codex is not installed (${secretPaths().codex}): its sandbox is not proved`),
     };
   } finally {
     if (preview && preview.stop) await preview.stop();

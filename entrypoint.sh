@@ -21,6 +21,10 @@ die() { echo "imd-box: $*; the worker was not started" >&2; exit 78; }
 /usr/bin/install -d -m 755 /run/imd-box
 echo "verified" >/run/imd-box/walls-verified
 
+# The TUN device (the run flags'), which Docker makes root's alone: `imd` opens it for each
+# job's own network (worker/jail), as most distributions ship it.
+[ ! -c /dev/net/tun ] || /usr/bin/chmod 0666 /dev/net/tun || die "/dev/net/tun could not be opened to imd"
+
 # Drop to `imd` (worker/as-imd: no capabilities, no_new_privs, private umask).
 # tini becomes PID 1 as `imd`: it reaps zombies and forwards `docker stop`'s
 # SIGTERM to the worker, which a root PID 1 without CAP_KILL cannot do.

@@ -229,7 +229,8 @@ HEALTHY_EVIDENCE = {
         "Claude's own tools and its browser read none of them but the login",
         "all three read the job's own workspace",
         "the worker can",
-        "a preview server one command started is reached by the next command and by the browser",
+        "a preview server one command started is reached by the next command and by the browser, and not from"
+        " another job's jail nor from the worker",
         "a command gets http://198.51.100.10/ (200)",
         "Codex is not installed (/home/imd/.npm-global/bin/codex): its sandbox is not proved",
     ],
@@ -548,6 +549,19 @@ def test_16_a_jail_that_hides_the_workspace_too(check, has_browser):
     report = check(patch=managed_with(whole_home))
     expect_failed(report, {"read_jail"}, has_browser)
     assert "cannot read the job's own workspace either" in report.by_id("read_jail").detail
+
+
+def test_16_jobs_that_share_the_boxs_network(check, has_browser):
+    # The jail's own text without the network of its own it gives each run: another job's
+    # run and the worker reach a job's preview server.
+    jail = (ROOT / "worker" / "jail").read_text()
+    own = 'if [ -z "$hands" ]; then\n  [ -r /dev/net/tun ]'
+    assert jail.count(own) == 1
+    report = check(patch={layout.JAIL: (jail.replace(own, "if false; then\n  [ -r /dev/net/tun ]").encode(), 0o755)})
+    expect_failed(report, {"read_jail"}, has_browser)
+    detail = report.by_id("read_jail").detail
+    assert "was REACHED from another job's jail (" in detail and " and from the worker" in detail, detail
+    assert " READ " not in detail, detail  # the jail holds the same files
 
 
 def test_16_17_no_user_namespaces(check, has_browser):

@@ -481,7 +481,10 @@ def test_the_engine_applied_the_run_flags(walled, docker_client, module_volume):
     assert host["Memory"] == min(6 * 1024**3, info["MemTotal"]) == host["MemorySwap"]
     assert host["PidsLimit"] and host["PidsLimit"] > 0
     assert host["ShmSize"] >= 256 * 1024**2
-    assert not host.get("PortBindings") and not host.get("Devices")
+    assert not host.get("PortBindings")
+    assert host["Devices"] == [
+        {"PathOnHost": "/dev/net/tun", "PathInContainer": "/dev/net/tun", "CgroupPermissions": "rwm"}
+    ]
     assert host["Binds"] == [f"{module_volume}:/home/imd:rw"], "the named volume is the only bind"
     mounts = walled.attrs["Mounts"]
     assert [(m["Type"], m["Name"], m["Destination"]) for m in mounts] == [("volume", module_volume, "/home/imd")]

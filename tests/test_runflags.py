@@ -55,8 +55,9 @@ def test_pids_shm_hostname():
 def test_the_volume_is_the_only_mount_and_nothing_is_published():
     kw = flags().sdk_kwargs()
     assert kw["volumes"] == {names.DEFAULT_VOLUME: {"bind": "/home/imd", "mode": "rw"}}
-    for forbidden in ("mounts", "devices", "ports", "publish_all_ports", "privileged", "pid_mode", "ipc_mode"):
+    for forbidden in ("mounts", "ports", "publish_all_ports", "privileged", "pid_mode", "ipc_mode"):
         assert forbidden not in kw, forbidden
+    assert kw["devices"] == ["/dev/net/tun:/dev/net/tun:rwm"]  # the one device: each job's own network
     assert kw["network"] == "bridge"
 
 
@@ -127,7 +128,8 @@ def test_cli_args_are_the_same_box():
     assert kw["read_only"] is True and "--read-only" in args
     assert dict(t.split(":", 1) for t in opts["--tmpfs"]) == kw["tmpfs"]
     assert sorted(opts["--env"]) == sorted(f"{k}={v}" for k, v in kw["environment"].items())
-    for forbidden in ("--privileged", "--volume", "-v", "--publish", "-p", "--device", "--pid", "--ipc"):
+    assert opts["--device"] == kw["devices"]
+    for forbidden in ("--privileged", "--volume", "-v", "--publish", "-p", "--pid", "--ipc"):
         assert forbidden not in args
 
 

@@ -197,36 +197,106 @@ document.getElementById("o").textContent = "\\n" + out.join("\\n") + "\\n";
 
 const digestOfBase64 = (b64) => createHash("sha256").update(Buffer.from(b64, "base64")).digest("hex");
 
-/** A server that runs until stopped: {url, stop} once it prints its port, else {why, stop}. */
-function startPreview(cmd, args, { cwd, env }) {
-  return new Promise((resolve) => {
-    let out = "";
-    let err = "";
-    const child = spawn(cmd, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
-    const exited = new Promise((r) => child.once("close", r));
-    const stop = async () => {
+// A job's work, as one run of a job's jail holds it (each run has a network of its own): the
+// driver, run by the image's node in the jail, starts the preview server in the sandbox, then
+// runs the next command and the browser; it prints what each gave, and holds the server until
+// its stdin closes, while others try to reach it from outside the jail.
+const DRIVER = `const { spawn } = require("node:child_process");
+const fs = require("node:fs");
+const c = JSON.parse(process.argv[1]);
+const say = (what, r) => console.log("IMD-DRIVER " + what + " " + JSON.stringify(r));
+const start = (argv) => spawn(argv[0], argv.slice(1), { stdio: ["ignore", "pipe", "pipe"], detached: true });
+const kill = (child) => { try { process.kill(-child.pid, "SIGKILL"); } catch {} };
+const runIt = (argv) => new Promise((resolve) => {
+  let out = "", err = "";
+  const child = start(argv);
+  const timer = setTimeout(() => kill(child), c.ms);
+  child.stdout.on("data", (d) => (out += d));
+  child.stderr.on("data", (d) => (err += d));
+  child.on("error", (e) => { clearTimeout(timer); resolve({ code: null, out, err: String(e) }); });
+  child.on("close", (code) => { clearTimeout(timer); resolve({ code, out, err }); });
+});
+const server = start(c.server);
+let out = "", err = "", started = false;
+const end = () => { kill(server); process.exit(0); };
+process.stdin.on("end", end).resume();
+const timer = setTimeout(() => { say("preview", { why: "timed out starting a preview server" }); end(); }, c.ms);
+server.stderr.on("data", (d) => (err += d));
+server.on("close", (code) => { if (!started) say("preview", { why: "did not start a preview server (exit " + code + "): " + (err || out).slice(0, 300) }); });
+server.stdout.on("data", async (d) => {
+  out += d;
+  const m = /IMD-PREVIEW (\\d+)/.exec(out);
+  if (!m || started) return;
+  started = true;
+  clearTimeout(timer);
+  const url = "http://127.0.0.1:" + m[1] + "/";
+  say("preview", { url });
+  fs.writeFileSync(c.page, fs.readFileSync(c.page, "utf8").replace("IMD-PREVIEW-URL", url));
+  const [next, browser] = await Promise.all([runIt(c.next.map((a) => (a === "IMD-PREVIEW-URL" ? url : a))), runIt(c.browser)]);
+  say("next", next);
+  say("browser", browser);
+});
+`;
+
+/** The driver in a job's jail: `preview` once the server runs (its {url}, or {why}), `runs`
+ * once the next command and the browser are done ({next, browser}), and stop(). */
+function startDriver(argv, { cwd, env }) {
+  const child = spawn(argv[0], argv.slice(1), { cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+  const exited = new Promise((r) => child.once("close", r));
+  let buf = "";
+  let err = "";
+  const got = {};
+  let givePreview, giveRuns;
+  const preview = new Promise((r) => (givePreview = r));
+  const runs = new Promise((r) => (giveRuns = r));
+  const stop = async () => {
+    clearTimeout(timer);
+    try {
+      child.stdin.end();
+    } catch {}
+    const gone = setTimeout(() => {
       try {
         process.kill(-child.pid, "SIGKILL");
       } catch {}
-      await exited;
-    };
-    const give = (r) => {
-      clearTimeout(timer);
-      resolve(r);
-    };
-    const timer = setTimeout(() => {
-      give({ why: "srt in the job's jail timed out starting a preview server", stop });
-      stop();
-    }, TOOL_MS);
-    child.on("error", (e) => give({ why: `srt in the job's jail could not run: ${e.code || e}` }));
-    child.stderr.on("data", (d) => (err += d));
-    child.stdout.on("data", (d) => {
-      out += d;
-      const m = /IMD-PREVIEW (\d+)/.exec(out);
-      if (m) give({ url: `http://127.0.0.1:${m[1]}/`, stop });
-    });
-    child.on("close", (code) => give({ why: `srt in the job's jail did not start a preview server (exit ${code}): ${short(err || out, 160)}`, stop }));
+    }, 2000);
+    await exited;
+    clearTimeout(gone);
+  };
+  // A jail that hangs is ended at a tool's limit, and named so.
+  const timer = setTimeout(() => {
+    givePreview({ why: "timed out" });
+    giveRuns({});
+    stop();
+  }, TOOL_MS);
+  child.on("error", (e) => (err += String(e)));
+  child.stdin.on("error", () => {});
+  child.stderr.on("data", (d) => (err += d));
+  child.stdout.on("data", (d) => {
+    buf += d;
+    let nl;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      const m = /^IMD-DRIVER (\w+) (.*)$/.exec(line);
+      if (!m) continue;
+      try {
+        got[m[1]] = JSON.parse(m[2]);
+      } catch {
+        continue; // not the driver's line: judged as missing
+      }
+      if (m[1] === "preview") {
+        clearTimeout(timer);
+        givePreview(got.preview);
+        if (got.preview.why) giveRuns({});
+      }
+      if ("next" in got && "browser" in got) giveRuns({ next: got.next, browser: got.browser });
+    }
   });
+  exited.then((code) => {
+    givePreview({ why: `did not start (exit ${code}): ${short(err, 160)}` });
+    giveRuns({});
+  });
+  return { preview, runs, stop };
 }
 
 export async function readJail() {
@@ -239,7 +309,7 @@ export async function readJail() {
     cleanup(MADE);
     return { ok: false, detail: `cannot set up the test in ${HOME} (${e.code || e}): nothing proved` };
   }
-  let scratch, preview;
+  let scratch, driver;
   try {
     // Control: the worker itself reads each file, so the jail's refusal means something.
     const digest = {};
@@ -272,7 +342,7 @@ export async function readJail() {
     const settings = path.join(scratch, "srt-settings.json");
     fs.writeFileSync(settings, JSON.stringify(srtSettings));
     const inJail = (args) => [tool("jail"), ["claude", "--program", ...args], { cwd: workspace, env: { ...process.env, HOME } }];
-    const sandboxed = (...args) => inJail([process.execPath, tool("srt"), "--settings", settings, "--", ...args]);
+    const sandboxed = (...args) => [process.execPath, tool("srt"), "--settings", settings, "--", ...args];
     // Each file is read, and through /proc/<pid>/root of this (outside) process; only a
     // digest leaves the jail, never the content.
     const viaProc = secrets.map(([, f]) => `/proc/${process.pid}/root${f}`);
@@ -281,22 +351,36 @@ export async function readJail() {
     // A job's work needs the network: a preview server one command starts, reached by the
     // next command (which also fetches the internet URL) and by the browser.
     const bad = [];
-    const [started, toolsRun] = await Promise.all([
-      startPreview(...sandboxed(process.execPath, "-e", PREVIEW_SERVER, PREVIEW_TOKEN)),
-      run(...inJail([tool("sh"), "-c", reads, "jail", ...asked])),
-    ]);
-    preview = started;
+    // The page reads each file and the preview, whose URL the driver puts in once it is known.
+    const page = path.join(scratch, "page.html");
+    fs.writeFileSync(page, browserPage(asked, "IMD-PREVIEW-URL"));
+    const next = `p=$1 i=$2 c=$3; shift 3; ${reads}; exec ${process.execPath} -e "$c" "$p" "$i"`;
+    const jobWork = {
+      ms: TOOL_MS,
+      page,
+      server: sandboxed(process.execPath, "-e", PREVIEW_SERVER, PREVIEW_TOKEN),
+      next: sandboxed(tool("sh"), "-c", next, "jail", "IMD-PREVIEW-URL", cfg.internet_url, NET_CLIENT, ...asked),
+      // The page may read files (a flag no job's browser has): what the jail holds is all it
+      // can reach, so the jail, not Playwright's file:// guardrail, is what is proved.
+      browser: [tool("chromium"), "--allow-file-access-from-files", "--dump-dom", `file://${page}`],
+    };
+    const [jail, jailArgs, jailOpts] = inJail([process.execPath, "-e", DRIVER, JSON.stringify(jobWork)]);
+    driver = startDriver([jail, ...jailArgs], jailOpts);
+    const [preview, toolsRun] = await Promise.all([driver.preview, run(...inJail([tool("sh"), "-c", reads, "jail", ...asked]))]);
     let sandboxRun, browserRun, codexRun;
-    if (preview.why) bad.push(preview.why);
+    if (preview.why) bad.push(`srt in the job's jail ${preview.why}`);
     else {
-      const page = path.join(scratch, "page.html");
-      fs.writeFileSync(page, browserPage(asked, preview.url));
-      const next = `p=$1 i=$2 c=$3; shift 3; ${reads}; exec ${process.execPath} -e "$c" "$p" "$i"`;
-      [sandboxRun, browserRun, codexRun] = await Promise.all([
-        run(...sandboxed(tool("sh"), "-c", next, "jail", preview.url, cfg.internet_url, NET_CLIENT, ...asked)),
-        // The page may read files (a flag no job's browser has): what the jail holds is all it
-        // can reach, so the jail, not Playwright's file:// guardrail, is what is proved.
-        run(...inJail([tool("chromium"), "--allow-file-access-from-files", "--dump-dom", `file://${page}`])),
+      // Another job's run (a jail of another workspace's), the worker itself and a command in
+      // Codex's sandbox (a run of its own) try the preview server while it runs.
+      const other = path.dirname(secrets.find(([label]) => label === "another job's workspace")[1]);
+      let runs, fromOther, fromWorker;
+      [runs, fromOther, fromWorker, codexRun] = await Promise.all([
+        driver.runs,
+        run(tool("jail"), ["claude", "--program", process.execPath, "-e", NET_CLIENT, preview.url], {
+          cwd: other,
+          env: { ...process.env, HOME },
+        }),
+        run(process.execPath, ["-e", NET_CLIENT, preview.url]),
         // A Codex job's commands: Codex's sandbox with the options the worker gives a job's
         // exec, through the jail, which asks Codex for it as it does for a job.
         codex &&
@@ -306,6 +390,17 @@ export async function readJail() {
             { cwd: workspace, env: { ...process.env, HOME } },
           ),
       ]);
+      ({ next: sandboxRun, browser: browserRun } = runs);
+      if (!sandboxRun) bad.push("the job's jail did not finish its next command and its browser");
+      const reached = [];
+      for (const [who, r] of [
+        [`another job's jail (${other})`, fromOther],
+        ["the worker", fromWorker],
+        ["a command in Codex's sandbox (a run of its own)", codexRun],
+      ]) {
+        if (r && (/IMD-NET preview (.*)/.exec(r.out || "") || [])[1] === PREVIEW_TOKEN) reached.push(who);
+      }
+      if (reached.length) bad.push(`a job's preview server (${preview.url}) was REACHED from ${reached.join(" and from ")}`);
     }
     const seenBy = (label, r, decode = (d) => d) => {
       const why = unusable(label, r);
@@ -361,7 +456,6 @@ export async function readJail() {
     for (const [label, by] of [
       ["srt in the job's jail", "the next command"],
       ["the browser in the job's jail", "the browser"],
-      ["Codex's sandbox in the job's jail", "a command in Codex's sandbox"],
     ]) {
       const got = (seen[label] || {})["net:preview"];
       if (label in seen && got !== PREVIEW_TOKEN) bad.push(`${preview_} is out of reach of ${by} (${short(got || "no answer", 60)})`);
@@ -379,14 +473,15 @@ export async function readJail() {
         `in a job's jail (${tool("jail")}), Claude's sandbox (srt, rules from ${claude.file}) cannot read ` +
         `${labels.slice(0, -1).join(", ")} or ${labels.at(-1)} — nor through /proc/<pid>/root — and Claude's own tools ` +
         `and its browser read none of them but the login; all three read the job's own workspace; the worker can; ` +
-        `a preview server one command started is reached by the next command and by the browser; a command gets ` +
+        `a preview server one command started is reached by the next command and by the browser, and not from ` +
+        `another job's jail nor from the worker (each run of a jail has a network of its own); a command gets ` +
         `${cfg.internet_url} (${net}); ` +
         (codex
-          ? `Codex's sandbox (the volume's codex, as the jail asks for it for a job) reads none of them, the Codex login included, reads the workspace, and reaches the preview server and ${cfg.internet_url} (${codexNet})`
+          ? `Codex's sandbox (the volume's codex, as the jail asks for it for a job) reads none of them, the Codex login included, reads the workspace, and reaches ${cfg.internet_url} (${codexNet})`
           : `Codex is not installed (${secretPaths().codex}): its sandbox is not proved`),
     };
   } finally {
-    if (preview && preview.stop) await preview.stop();
+    if (driver) await driver.stop();
     if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
     cleanup(MADE);
   }

@@ -156,6 +156,14 @@ def test_without_the_jail_the_same_tools_read_another_jobs_workspace(docker_clie
     assert marks["other job"] in run.result(0)["text"], str(run)
 
 
+# A job's server on a port both jobs use: it answers with its job's mark, for a while.
+SAME_PORT = 18431
+SAME_PORT_SERVER = (
+    "const s = require('node:http').createServer((q, r) => r.end(process.argv[1]));"
+    f"s.listen({SAME_PORT}, '127.0.0.1'); setTimeout(() => process.exit(0), 4000);"
+)
+
+
 def test_two_jobs_side_by_side_read_neither_the_others_work_nor_its_transcript(docker_client, box_image, box, marks):
     spaces = [jobs.workspace() for _ in range(2)]
     mine = [f"imdt-job{i}-{uuid.uuid4().hex}" for i in range(2)]
@@ -172,6 +180,9 @@ def test_two_jobs_side_by_side_read_neither_the_others_work_nor_its_transcript(d
             [jobs.bash(f"grep -rs imdt-job {transcripts} /proc/*/cwd/ | head")],
             [jobs.bash(LOOK_FOR_PROMPTS)],
             [jobs.bash("cat notes.txt")],
+            # Both serve on the same port of their own loopback, and each reaches its own server.
+            [jobs.bash(f"node -e {shlex.quote(SAME_PORT_SERVER)} {mine[i]}", run_in_background=True)],
+            [jobs.bash(f"sleep 1; curl -s --max-time 2 http://127.0.0.1:{SAME_PORT}/; echo served-{i}")],
         ]
 
     with ThreadPoolExecutor(2) as pool:
@@ -183,8 +194,10 @@ def test_two_jobs_side_by_side_read_neither_the_others_work_nor_its_transcript(d
     for i, run in enumerate(runs):
         assert run.code == 0, str(run)
         assert mine[i] in run.result(6)["text"], str(run)
-        for r in run.results[:-1]:
+        for r in run.results[:6]:
             assert mine[1 - i] not in r["text"] and prompts[1 - i] not in r["text"], (i, r)
+        served = run.result(8)["text"]
+        assert f"served-{i}" in served and mine[i] in served and mine[1 - i] not in served, (i, served)
     # The control: each transcript is there for the worker, and names its job's mark.
     for i in range(2):
         code, out = as_imd(box, f"cat {HOME}/.claude/projects/{jobs.project(spaces[i])}/*.jsonl")

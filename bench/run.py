@@ -53,6 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.report import GB, MB, Row, layer_step, machine, table  # noqa: E402
+from imdbox.layout import JAIL  # noqa: E402
 from tests.harness import boxes  # noqa: E402
 from tests.harness import machine as test_machine  # noqa: E402  (the test topology: one per machine, under the tests' lock)
 from tests.harness.cli import cli_env, run_box, start_box  # noqa: E402
@@ -69,6 +70,7 @@ GOALS = {
     "job": 20.0,
     "jail": 1.2,  # the jailed job's median over the unjailed one's
     "hands": 1.2,  # the worker's jailed git and forge steps over the plain ones
+    "net": 0.1,  # a job's jail with its own network, an empty run start to end
 }
 
 
@@ -340,9 +342,25 @@ class Bench:
                         if run.code != 0 or len(run.results) != len(steps):
                             raise RuntimeError(f"the scripted job failed: {tail(str(run))}")
                         row.samples.append(elapsed)
+                net = Row(
+                    "a job's jail with its own network (empty run)",
+                    goal=GOALS["net"],
+                    note="`jail claude --program /bin/true` in a job's workspace: the network made and gone",
+                )
+                code, out = boxes.as_imd(
+                    box,
+                    f"mkdir -p {jobs.WORK_ROOT}/bench/node && cd {jobs.WORK_ROOT}/bench/node && "
+                    f"for i in $(seq {max(self.args.runs, 20)}); do s=$EPOCHREALTIME; "
+                    f"{JAIL} claude --program /bin/true || exit 1; "
+                    'echo "took $(( ${EPOCHREALTIME/./} - ${s/./} ))"; done',
+                    timeout=120,
+                )
+                if code != 0:
+                    raise RuntimeError(f"the jail did not run: {tail(out)}")
+                net.samples += [int(line.split()[1]) / 1e6 for line in out.splitlines() if line.startswith("took ")]
             finally:
                 box.remove(force=True)
-        self.rows += [jailed, plain, cost_row("the jail's cost (jailed / no jail)", jailed, plain, GOALS["jail"])]
+        self.rows += [jailed, plain, cost_row("the jail's cost (jailed / no jail)", jailed, plain, GOALS["jail"]), net]
 
     # ---------------------------------------------------------------- the worker's hands
     def hands(self) -> None:

@@ -4,13 +4,16 @@ nothing (the control: all 0). Every probe aims at a listener of the harness's ow
 
 from __future__ import annotations
 
+import shlex
+
 import docker.errors
 import pytest
 
-from imdbox import refused
+from imdbox import layout, refused
 from imdbox.engine import AS_IMD
 from imdbox.errors import BoxError
 from tests.harness import boxes
+from tests.harness.jobs import WORK_ROOT
 
 pytestmark = pytest.mark.usefixtures("box_image")
 
@@ -27,11 +30,19 @@ ATTEMPTS = {
 }
 
 
-def test_each_wall_counts_the_attempts_it_refused(docker_client, box_image, topology, test_volume):
+# From a job's jail, on its network of its own, the same attempts leave through pasta's sockets
+# in the box: the same walls refuse them, and count them.
+IN_A_JOBS_JAIL = f"mkdir -p {WORK_ROOT}/imdt-job/node && cd {WORK_ROOT}/imdt-job/node && exec {layout.JAIL} claude --program /bin/sh -c "
+
+
+@pytest.mark.parametrize("where", ["the box", "a job's jail"])
+def test_each_wall_counts_the_attempts_it_refused(docker_client, box_image, topology, test_volume, where):
     box = boxes.start_walled(docker_client, box_image, topology, volume=test_volume)
     try:
         before = refused.read(box)
         for wall, command in ATTEMPTS.items():
+            if where != "the box":
+                command = IN_A_JOBS_JAIL + shlex.quote(command)
             code, out = boxes.run(box, [*AS_IMD, "/bin/sh", "-c", command], user="root")
             assert code != 0 or wall == "multicast/broadcast", (wall, out)  # refused
             after = refused.read(box)

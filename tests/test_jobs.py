@@ -156,10 +156,11 @@ def test_without_the_jail_the_same_tools_read_another_jobs_workspace(docker_clie
     assert marks["other job"] in run.result(0)["text"], str(run)
 
 
-# A job's server on a port both jobs use: it answers with its job's mark, for a while.
+# A job's server on a port both jobs use: it answers once with its job's mark and ends (Claude
+# Code's run waits for its background task), or ends after a while.
 SAME_PORT = 18431
 SAME_PORT_SERVER = (
-    "const s = require('node:http').createServer((q, r) => r.end(process.argv[1]));"
+    "const s = require('node:http').createServer((q, r) => r.end(process.argv[1], () => process.exit(0)));"
     f"s.listen({SAME_PORT}, '127.0.0.1'); setTimeout(() => process.exit(0), 4000);"
 )
 
@@ -182,7 +183,7 @@ def test_two_jobs_side_by_side_read_neither_the_others_work_nor_its_transcript(d
             [jobs.bash("cat notes.txt")],
             # Both serve on the same port of their own loopback, and each reaches its own server.
             [jobs.bash(f"node -e {shlex.quote(SAME_PORT_SERVER)} {mine[i]}", run_in_background=True)],
-            [jobs.bash(f"sleep 1; curl -s --max-time 2 http://127.0.0.1:{SAME_PORT}/; echo served-{i}")],
+            [jobs.bash(f"sleep 0.5; curl -s --max-time 2 http://127.0.0.1:{SAME_PORT}/; echo served-{i}")],
         ]
 
     with ThreadPoolExecutor(2) as pool:
@@ -240,7 +241,7 @@ import escape from "escape-html";
 fs.mkdirSync("dist", { recursive: true });
 fs.writeFileSync("dist/index.html", `<html><head><title>${escape("imdt-site")}</title></head><body><h1>built</h1></body></html>`);
 """
-# The site's preview server; it ends itself after 30 s, in case the job cannot reach it
+# The site's preview server; it ends itself after 12 s, in case the job cannot reach it
 # to end it (the breaking twin), so that Claude Code's run ends too.
 SITE_SERVE = """
 import http from "node:http";
@@ -251,7 +252,7 @@ const server = http.createServer((req, res) => {
   res.end(fs.readFileSync("dist/index.html"));
 });
 server.listen(4173, "127.0.0.1", () => console.log("preview on 4173"));
-setTimeout(() => process.exit(0), 30000);
+setTimeout(() => process.exit(0), 12000);
 """
 
 

@@ -14,11 +14,11 @@ import json
 
 import pytest
 
-from imdbox import layout, names
+from imdbox import names
 from imdbox.check.runner import CLAUDE_SETTINGS, run_check
 from tests.harness import agents as agents_mod
 from tests.harness import boxes
-from tests.test_check import TEST_TARGETS, patched_image, show
+from tests.test_check import TEST_TARGETS, jail_with, patched_image, show
 
 # In a parallel run (-n) one worker runs every test of the installed CLIs: one install serves them.
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.XDIST_GROUP)]
@@ -118,17 +118,14 @@ def test_breaking_twin_without_fail_if_unavailable_claude_starts_unsandboxed(
 # box check line 16 where Codex is installed: Codex's sandbox as a job's commands get it (the
 # jail asks Codex for it as for a job: worker/jail). The twin is the jail's own text with both
 # parts of that ask broken, the login readable and the network off: each shows on its own.
-JAIL_TEXT = (names.REPO_ROOT / "worker" / "jail").read_text()
-CODEX_BREAKS = {
-    'login="\\"$HOME_DIR/.codex\\"=\\"none\\""': 'login="\\"$HOME_DIR/.codex\\"=\\"read\\""',
-    '"permissions.imdbox.network.enabled=$network"': '"permissions.imdbox.network.enabled=false"',
-}
-
-
+CODEX_BREAKS = (
+    ('login="\\"$HOME_DIR/.codex\\"=\\"none\\""', 'login="\\"$HOME_DIR/.codex\\"=\\"read\\""'),
+    ('"permissions.imdbox.network.enabled=$network"', '"permissions.imdbox.network.enabled=false"'),
+)
 # The twin of the workspace's part: the profile also denies the job's working directory.
-HIDE_WORKSPACE = {
-    'files="\\"$HOME_DIR\\"=\\"write\\",$login"': 'files="\\"$HOME_DIR\\"=\\"write\\",$login,\\"$cwd\\"=\\"none\\""',
-}
+HIDE_WORKSPACE = (
+    ('files="\\"$HOME_DIR\\"=\\"write\\",$login"', 'files="\\"$HOME_DIR\\"=\\"write\\",$login,\\"$cwd\\"=\\"none\\""'),
+)
 
 
 @pytest.mark.parametrize(
@@ -137,11 +134,8 @@ HIDE_WORKSPACE = {
     ids=["as-a-job-gets-it", "twin-login-read-network-off", "twin-workspace"],
 )
 def test_check_line_16_runs_codexs_sandbox_as_a_job_gets_it(docker_client, box_image, topology, agents, broken):
-    text = JAIL_TEXT
-    for old, new in {"login-network": CODEX_BREAKS, "workspace": HIDE_WORKSPACE}.get(broken, {}).items():
-        assert text.count(old) == 1, old
-        text = text.replace(old, new)
-    with patched_image(docker_client, box_image, {layout.JAIL: (text.encode(), 0o755)} if broken else {}) as image:
+    changes = {"login-network": CODEX_BREAKS, "workspace": HIDE_WORKSPACE}.get(broken, ())
+    with patched_image(docker_client, box_image, jail_with(*changes) if broken else {}) as image:
         report = run_check(
             boxes.engine_of(docker_client, image=image, volume=agents),
             image=image,

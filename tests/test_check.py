@@ -164,20 +164,27 @@ def after_firewall(script: str) -> dict:
     return {FIREWALL + ".real": real, FIREWALL: wrapper}
 
 
-def script_with(repo_path: str, box_path: str, old: str, new: str) -> dict:
-    """One of the image's real scripts with one change."""
+def script_with(repo_path: str, box_path: str, *changes: tuple[str, str]) -> dict:
+    """One of the image's real scripts with these changes (old, new), each of one place in it."""
     text = (ROOT / repo_path).read_text()
-    assert old in text, f"{repo_path} no longer has {old!r}"
-    return {box_path: text.replace(old, new).encode()}
+    for old, new in changes:
+        assert text.count(old) == 1, f"{repo_path} has {old!r} {text.count(old)} times, not once"
+        text = text.replace(old, new)
+    return {box_path: text.encode()}
 
 
 def entrypoint_with(old: str, new: str) -> dict:
-    return script_with("entrypoint.sh", ENTRYPOINT, old, new)
+    return script_with("entrypoint.sh", ENTRYPOINT, (old, new))
 
 
 def drop_with(old: str, new: str) -> dict:
     """The privilege drop (worker/as-imd, which the entrypoint execs) with one change."""
-    return script_with("worker/as-imd", AS_IMD, old, new)
+    return script_with("worker/as-imd", AS_IMD, (old, new))
+
+
+def jail_with(*changes: tuple[str, str]) -> dict:
+    """The job's jail (worker/jail) with these changes."""
+    return script_with("worker/jail", layout.JAIL, *changes)
 
 
 DROP = "--inh-caps=-all --ambient-caps=-all --bounding-set=-all --no-new-privs"
@@ -554,10 +561,8 @@ def test_16_a_jail_that_hides_the_workspace_too(check, has_browser):
 def test_16_jobs_that_share_the_boxs_network(check, has_browser):
     # The jail's own text without the network of its own it gives each run: another job's
     # run and the worker reach a job's preview server.
-    jail = (ROOT / "worker" / "jail").read_text()
     own = 'if [ -z "$hands" ]; then\n  [ -r /dev/net/tun ]'
-    assert jail.count(own) == 1
-    report = check(patch={layout.JAIL: (jail.replace(own, "if false; then\n  [ -r /dev/net/tun ]").encode(), 0o755)})
+    report = check(patch=jail_with((own, "if false; then\n  [ -r /dev/net/tun ]")))
     expect_failed(report, {"read_jail"}, has_browser)
     detail = report.by_id("read_jail").detail
     assert "was REACHED from another job's jail (" in detail and " and from the worker" in detail, detail

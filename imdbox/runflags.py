@@ -40,6 +40,7 @@ TMPFS = {
 # own (worker/jail, pasta). It opens nothing in the box's own network: a TUN interface is made
 # only in a network namespace where the maker holds CAP_NET_ADMIN, a job's own.
 TUN = "/dev/net/tun"
+TUN_DEVICE = f"{TUN}:{TUN}:rwm"  # the same path inside, read, write and mknod by the cgroup
 # What every command box runs in a box gets as PATH: the image's own directories.
 # Root never looks in the volume; worker/as-imd gives `imd` its own PATH after the drop.
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -162,7 +163,7 @@ class RunFlags:
             memswap_limit=self.memory,  # swap equal to memory: no swap on top
             pids_limit=PIDS_LIMIT,
             shm_size=SHM_SIZE,
-            devices=[f"{TUN}:{TUN}:rwm"],
+            devices=[TUN_DEVICE],
             read_only=True,
             tmpfs=dict(TMPFS),
             # The volume is the only mount: no host path, no Docker socket.
@@ -195,7 +196,7 @@ class RunFlags:
             "--memory-swap", str(self.memory),
             "--pids-limit", str(PIDS_LIMIT),
             "--shm-size", str(SHM_SIZE),
-            "--device", f"{TUN}:{TUN}:rwm",
+            "--device", TUN_DEVICE,
             "--read-only",
             *[a for path, opts in TMPFS.items() for a in ("--tmpfs", f"{path}:{opts}")],
             "--mount", f"type=volume,source={self.volume},target={names.HOME}",

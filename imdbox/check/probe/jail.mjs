@@ -50,7 +50,7 @@ function makeCanary(file, made) {
 }
 
 /** What the jail must not read (the real login, device key and tools.env, or a canary AT
- * each path when it does not exist yet), a canary in another job's workspace and one in the
+ * each path when it does not exist yet), a canary in another job's workspace (`other`) and one in the
  * home itself (the jail is the whole home, not a list of files), and the workspace of the job
  * the jail runs for, which it must read: srt runs in it, as Claude Code runs a job's command. */
 function jailTargets(made) {
@@ -69,8 +69,9 @@ function jailTargets(made) {
     makeCanary(file, made);
     secrets.push([`${label} (canary)`, file]);
   }
+  const other = path.join(p.workRoot, `${CANARY}-other`);
   for (const [label, file] of [
-    ["another job's workspace", path.join(p.workRoot, `${CANARY}-other`, "file")],
+    ["another job's workspace", path.join(other, "file")],
     ["the rest of the home", path.join(HOME, CANARY)],
   ]) {
     makeCanary(file, made);
@@ -79,7 +80,7 @@ function jailTargets(made) {
   const workspace = path.join(p.workRoot, CANARY);
   const work = path.join(workspace, "file");
   makeCanary(work, made);
-  return { secrets, work, workspace };
+  return { secrets, work, workspace, other };
 }
 
 /** Remove what the test made, newest first, and forget it (the exit's pass touches only what
@@ -302,9 +303,9 @@ function startDriver(argv, { cwd, env }) {
 export async function readJail() {
   const claude = claudeSandboxSettings();
   if (claude.why) return { ok: false, detail: claude.why };
-  let secrets, work, workspace;
+  let secrets, work, workspace, other;
   try {
-    ({ secrets, work, workspace } = jailTargets(MADE));
+    ({ secrets, work, workspace, other } = jailTargets(MADE));
   } catch (e) {
     cleanup(MADE);
     return { ok: false, detail: `cannot set up the test in ${HOME} (${e.code || e}): nothing proved` };
@@ -329,7 +330,8 @@ export async function readJail() {
     // settings and the browser's page are files in the workspace, the one folder of the home
     // the jail holds.
     for (const name of ["jail", "srt", "sh", "chromium"]) if (!fs.existsSync(tool(name))) return { ok: false, detail: `${name} is missing from the box` };
-    const codex = fs.existsSync(secretPaths().codex);
+    const codexBin = secretPaths().codex;
+    const codex = fs.existsSync(codexBin);
     const sb = claude.sandbox;
     // srt refuses Claude's `*` in its own settings: an empty domain list gives the command the
     // network namespace and proxy that worker/bwrap (the bwrapPath) drops, as for Claude's.
@@ -372,7 +374,6 @@ export async function readJail() {
     else {
       // Another job's run (a jail of another workspace's), the worker itself and a command in
       // Codex's sandbox (a run of its own) try the preview server while it runs.
-      const other = path.dirname(secrets.find(([label]) => label === "another job's workspace")[1]);
       let runs, fromOther, fromWorker;
       [runs, fromOther, fromWorker, codexRun] = await Promise.all([
         driver.runs,
@@ -478,7 +479,7 @@ export async function readJail() {
         `${cfg.internet_url} (${net}); ` +
         (codex
           ? `Codex's sandbox (the volume's codex, as the jail asks for it for a job) reads none of them, the Codex login included, reads the workspace, and reaches ${cfg.internet_url} (${codexNet})`
-          : `Codex is not installed (${secretPaths().codex}): its sandbox is not proved`),
+          : `Codex is not installed (${codexBin}): its sandbox is not proved`),
     };
   } finally {
     if (driver) await driver.stop();

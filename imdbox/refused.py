@@ -11,6 +11,7 @@ is an error, never a guess.
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 import docker.errors
 
@@ -29,8 +30,11 @@ WALLS = (
     "reserved ranges",
     "IPv6",
 )
-READ_V4 = [IPTABLES, "-w", "-S", "OUTPUT", "-v"]
-READ_V6 = [IP6TABLES, "-w", "-S", "OUTPUT", "-v"]
+# Both listings in one exec, since each exec is an ssh login of its own over an ssh:// engine:
+# the IPv6 one after a line no listing holds.
+_SPLIT = "-- IPv6 --"
+LIST = f'"$0" -w -S OUTPUT -v && echo "{_SPLIT}" && "$1" -w -S OUTPUT -v'  # sh, with $0 and $1 the tools
+READ = ["/bin/sh", "-c", LIST, IPTABLES, IP6TABLES]
 
 _NETS = {
     "10.0.0.0/8": "home network",
@@ -56,6 +60,7 @@ _MATCHES = {
 _KERNEL_V6 = {f"-p ipv6-icmp -m icmp6 --icmpv6-type {t}" for t in (133, 135, 143)}
 _HOST = re.compile(r"-d (\d{1,3}\.){3}\d{1,3}/32")  # the Mac's addresses, one rule each
 _POLICY = re.compile(r"-P OUTPUT DROP -c \d+ \d+")
+_ANY_POLICY = re.compile(r"-P OUTPUT (?P<target>ACCEPT|DROP) -c (?P<packets>\d+) \d+")
 _RULE = re.compile(
     r"-A OUTPUT (?:(?P<match>.+?) )?-c (?P<packets>\d+) \d+ -j (?P<target>ACCEPT|REJECT)(?: --reject-with \S+)?"
 )
@@ -92,20 +97,45 @@ def count(v4: str, v6: str) -> dict[str, int]:
     return counts
 
 
+def tally(v4: str, v6: str) -> tuple[int, int]:
+    """Packets refused and packets let out of the box, from the two listings: every REJECT
+    rule's (the kernel's own IPv6 aside), and every ACCEPT rule's or ACCEPT policy's but the
+    loopback's, which also carries the firewall's own answers to what it refused back to the
+    box. Lines of other shapes are passed over: this reads a firewall that may have been
+    changed (box check's twins), not only the one box wrote."""
+    refused = let_out = 0
+    for family, text in (("v4", v4), ("v6", v6)):
+        for line in text.splitlines():
+            if m := _ANY_POLICY.fullmatch(line):
+                let_out += int(m["packets"]) if m["target"] == "ACCEPT" else 0
+            elif (m := _RULE.fullmatch(line)) and m["target"] == "ACCEPT":
+                let_out += 0 if m["match"] == "-o lo" else int(m["packets"])
+            elif m and not (family == "v6" and m["match"] in _KERNEL_V6):
+                refused += int(m["packets"])
+    return refused, let_out
+
+
 def read(container) -> dict[str, int]:
     """The counts in a running box."""
-    listings = []
-    for argv in (READ_V4, READ_V6):
-        try:
-            code, out = engine.exec_as_root(container, argv)
-        except docker.errors.APIError as exc:  # it stopped, or Docker began restarting it, meanwhile
-            raise BoxError(
-                f"the firewall's counters could not be read (the engine: {exc.explanation or exc})"
-            ) from None
-        if code != 0:
-            raise BoxError(f"the firewall's counters could not be read ({argv[0]} exit {code})")
-        listings.append(out)
     try:
-        return count(*listings)
+        return count(*listings(container))
     except ValueError as exc:
         raise BoxError(f"the firewall's counters could not be read: a rule box did not write ({exc})") from None
+
+
+def listings(container) -> tuple[str, str]:
+    """The IPv4 and IPv6 listings of a running box, counters and all."""
+    try:
+        code, out = engine.exec_as_root(container, READ)
+    except docker.errors.APIError as exc:  # it stopped, or Docker began restarting it, meanwhile
+        raise BoxError(f"the firewall's counters could not be read (the engine: {exc.explanation or exc})") from None
+    both = split(out)
+    if code != 0 or both is None:
+        raise BoxError(f"the firewall's counters could not be read (iptables and ip6tables: exit {code})")
+    return both
+
+
+def split(out: str) -> Optional[tuple[str, str]]:
+    """LIST's output as the IPv4 and IPv6 listings; None if it is not whole."""
+    v4, found, v6 = out.partition(f"\n{_SPLIT}\n")
+    return (v4, v6) if found else None

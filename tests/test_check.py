@@ -70,6 +70,8 @@ def has_browser(docker_client, box_image):
 # stops Chromium too (browser=True): line 15 is 1.2 core-s of a check's 3 (MCP and
 # Chromium), and some thirty twins would prove again what the healthy runs prove.
 BUT_THE_BROWSER = [w.id for w in WALLS if w.id != "browser"]
+# The lines a job's jail runs again, on its network of its own: each FAILs where no jail runs.
+FROM_A_JOBS_JAIL = {"mac", "lan", "tailscale", "metadata", "multicast", "ipv6", "dns", "host_addrs"}
 
 
 @pytest.fixture(scope="module")
@@ -215,16 +217,30 @@ HEALTHY_EVIDENCE = {
     "seccomp": ["Seccomp 2", "refused"],
     "mounts": ["volume at /home/imd", "no Docker socket"],
     "firewall": ["set and read back: IPv4", "IPv6 11 rules", "Permission denied"],
-    "mac": ["host.docker.internal 198.51.100.200:80 EHOSTUNREACH", "gateway 198.51.100.129:80 EHOSTUNREACH"],
+    "mac": [
+        "host.docker.internal 198.51.100.200:80 EHOSTUNREACH",
+        "gateway 198.51.100.129:80 EHOSTUNREACH",
+        "from a job's jail: host.docker.internal 198.51.100.200:80 ECONNREFUSED",
+        "gateway 198.51.100.129:80 ECONNREFUSED (the firewall refused ",
+        " and let none out)",
+    ],
     "lan": ["192.168.77.10:80 EHOSTUNREACH", "10.77.0.10:80 EHOSTUNREACH"],
     "tailscale": ["100.100.100.100:80 EHOSTUNREACH"],
     "metadata": ["169.254.169.254:80 EHOSTUNREACH", "169.254.170.2:80 EHOSTUNREACH"],
-    "multicast": ["udp 224.0.0.251:5353 EPERM", "udp 255.255.255.255:9 EPERM", "udp 198.51.100.255:9 EPERM"],
-    "ipv6": ["v6 addresses here", "[fd00:1d:1::200]:80 EACCES"],
+    "multicast": [
+        "udp 224.0.0.251:5353 EPERM",
+        "udp 255.255.255.255:9 EPERM",
+        "udp 198.51.100.255:9 EPERM",
+        "from a job's jail: udp 224.0.0.251:5353 left the jail, no answer",
+        " and let none out)",
+    ],
+    "ipv6": ["v6 addresses here", "[fd00:1d:1::200]:80 EACCES", "from a job's jail: v6 addresses here"],
     "dns": [
         "imdt-listener-internet -> 198.51.100.10",
         "udp 198.51.100.53:53 EPERM",
         "tcp 198.51.100.53:53 EHOSTUNREACH",
+        "from a job's jail: other servers: udp 198.51.100.53:53 left the jail, no answer",
+        "tcp 198.51.100.53:53 ECONNREFUSED",
     ],
     "internet": ["GET http://198.51.100.10/ -> 200"],
     "read_jail": [
@@ -250,7 +266,12 @@ HEALTHY_EVIDENCE = {
     "secrets": ["~: owned by imd"],
     "image": ["node 24.", "forge 1.7.1", "git ", "bwrap ", "socat ", "rg ", "srt 0.0.83"],
     "read_only": ["/usr/local/bin: EROFS", "/etc: EROFS", "/ mounted ro"],
-    "host_addrs": ["198.51.100.1:80 EHOSTUNREACH", "198.51.100.129:80 EHOSTUNREACH"],
+    "host_addrs": [
+        "198.51.100.1:80 EHOSTUNREACH",
+        "198.51.100.129:80 EHOSTUNREACH",
+        "from a job's jail: 8 host address(es)",
+        "198.51.100.129:80 ECONNREFUSED",
+    ],
 }
 
 
@@ -270,10 +291,12 @@ def test_1_user_root_in_the_box(check, has_browser):
     report = check(
         patch=drop_with("--reuid=imd --regid=imd --init-groups", "--reuid=0 --regid=0 --clear-groups"), browser=True
     )
-    # Root without capabilities cannot enter imd's 700 home to set up the read jail's test (16)
-    # or the worker's hands' (23), nor map uid 0 into a user namespace without CAP_SETFCAP (17);
-    # Chromium's sandbox fails too.
-    expect_failed(report, {"user", "read_jail", "jailed_root", "worker_hands"}, has_browser, browser_fails=True)
+    # Root without capabilities cannot enter imd's 700 home to set up the read jail's test (16),
+    # the worker's hands' (23) or a job's workspace for the network lines' jail, nor map uid 0
+    # into a user namespace without CAP_SETFCAP (17); Chromium's sandbox fails too.
+    walls = {"user", "read_jail", "jailed_root", "worker_hands", *FROM_A_JOBS_JAIL}
+    expect_failed(report, walls, has_browser, browser_fails=True)
+    assert "from a job's jail: cannot make the job's workspace in /home/imd (EACCES)" in report.by_id("lan").detail
     assert "cannot set up the test" in report.by_id("read_jail").detail
     assert "cannot set up the test" in report.by_id("worker_hands").detail
     assert "could not become root in a user namespace" in report.by_id("jailed_root").detail
@@ -340,8 +363,11 @@ def test_6_worker_keeps_net_admin_and_reads_the_rules(check, has_browser):
     keep = "--inh-caps=-all,+net_admin --ambient-caps=-all,+net_admin --bounding-set=-all,+net_admin --no-new-privs"
     report = check(patch=drop_with(DROP, keep))
     # bubblewrap refuses to run for a caller holding capabilities: no read jail (16), no
-    # jailed root through bwrap (17) and no jail for the worker's hands (23) to prove anything with.
-    expect_failed(report, {"capabilities", "firewall", "read_jail", "jailed_root", "worker_hands"}, has_browser)
+    # jailed root through bwrap (17), no jail for the worker's hands (23) and none for the
+    # network lines to run again in, to prove anything with.
+    walls = {"capabilities", "firewall", "read_jail", "jailed_root", "worker_hands", *FROM_A_JOBS_JAIL}
+    expect_failed(report, walls, has_browser)
+    assert "from a job's jail: the job's jail gave no result" in report.by_id("tailscale").detail
     assert "ALLOWED: list, list v6, add a chain, flush" in report.by_id("firewall").detail
     assert "Unexpected capabilities" in report.by_id("read_jail").detail
     assert "Unexpected capabilities" in report.by_id("worker_hands").detail
@@ -432,7 +458,8 @@ def test_a_rule_changed_after_the_firewall_fails_its_line(check, has_browser, ca
         detail = report.by_id(wall).detail
         assert all(text in detail for text in texts), (wall, detail)
     for wall in says:
-        assert not any(text in report.by_id(wall).detail for text in never), report.by_id(wall).detail
+        box_side = report.by_id(wall).detail.split("; from a job's jail: ")[0]
+        assert not any(text in box_side for text in never), report.by_id(wall).detail
 
 
 def test_15_browser_check_missing_from_the_image(check, has_browser):
@@ -569,9 +596,42 @@ def test_16_jobs_that_share_the_boxs_network(check, has_browser):
     assert " READ " not in detail, detail  # the jail holds the same files
 
 
+def test_7_22_a_jobs_network_that_takes_the_gateway_to_the_box(check, has_browser):
+    # pasta as it comes: the gateways' addresses (v4 and v6), in the job's network, are the
+    # box's own loopback, where the worker's servers listen; the probe listens there meanwhile.
+    report = check(patch=jail_with(("--no-map-gw ", "")))
+    expect_failed(report, {"mac", "host_addrs", "ipv6"}, has_browser)
+    for wall, gateway in (
+        ("mac", "198.51.100.129:80"),
+        ("host_addrs", "198.51.100.129:80"),
+        ("ipv6", "[fd00:1d:1:0:0:0:0:1]:80"),
+    ):
+        box, jail = report.by_id(wall).detail.split("; from a job's jail: ")
+        assert f"{gateway} E" in box, box  # refused in the box itself
+        assert f"{gateway}: REACHED (connected)" in jail, jail
+
+
+def test_7_13_22_what_a_jobs_jail_gets_out_unanswered_the_counters_see(check, has_browser):
+    # One datagram more from the job's jail, to an address the firewall lets out and nothing
+    # answers on (the internet listener's port 9): the jail sees no more than for a refused one.
+    line = "const config = { ...cfg, in_jail: true,"
+
+    def one_more(kw):
+        assert line in kw["command"][3], "the probe no longer makes the jail's config so"
+        extra = 'targets: { ...cfg.targets, multicast: [...cfg.targets.multicast, ["198.51.100.10", 9]] },'
+        kw["command"][3] = kw["command"][3].replace(line, f"{line} {extra}")
+
+    report = check(mutate=one_more)
+    expect_failed(report, FROM_A_JOBS_JAIL, has_browser)
+    assert "udp 198.51.100.10:9 left the jail, no answer" in report.by_id("multicast").detail, show(report)
+    for wall in FROM_A_JOBS_JAIL:
+        assert " and let 1 out: NOT REFUSED)" in report.by_id(wall).detail, show(report)
+
+
 def test_16_17_no_user_namespaces(check, has_browser):
     # Docker's own seccomp profile, without the rule the box adds: no user namespace, so
-    # no read jail (16) and no jailed root to prove anything about (17).
+    # no read jail (16), no jailed root to prove anything about (17), and no job's jail for
+    # the worker's hands (23) or the network lines.
     upstream = (ROOT / "seccomp" / "docker-default.json").read_text()
 
     def docker_default(kw):
@@ -579,7 +639,8 @@ def test_16_17_no_user_namespaces(check, has_browser):
 
     report = check(mutate=docker_default)
     failed = set(report.failed()) - {"browser"}  # not asked (Chromium's sandbox needs user namespaces too)
-    assert failed == {"read_jail", "jailed_root", "worker_hands"}, show(report)
+    assert failed == {"read_jail", "jailed_root", "worker_hands", *FROM_A_JOBS_JAIL}, show(report)
+    assert "No permissions to create a new namespace" in report.by_id("metadata").detail, show(report)
     detail = report.by_id("read_jail").detail
     assert "srt in the job's jail did not start" in detail and "No permissions to create a new namespace" in detail, (
         detail
@@ -772,8 +833,8 @@ def test_a_hanging_tool_is_fail_not_a_hang(check, has_browser, docker_client, bo
     started = time.monotonic()
     report = check(patch={"/usr/bin/bwrap": HANG})
     assert time.monotonic() - started < 30
-    expect_failed(report, {"read_jail", "jailed_root", "image", "worker_hands"}, has_browser)
-    for wall in ("read_jail", "jailed_root", "image", "worker_hands"):
+    expect_failed(report, {"read_jail", "jailed_root", "image", "worker_hands", *FROM_A_JOBS_JAIL}, has_browser)
+    for wall in ("read_jail", "jailed_root", "image", "worker_hands", *FROM_A_JOBS_JAIL):
         assert "timed out" in report.by_id(wall).detail, show(report)
     # The tool's own limit ends the line, and names the tool: the hung sleep (the jail's
     # bwrap) holds the pipes, and a line that waited for them would end at the probe's limit.

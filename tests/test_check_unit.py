@@ -10,8 +10,9 @@ import time
 import pytest
 
 from imdbox import names
-from imdbox.check import runner
+from imdbox.check import counters, runner
 from imdbox.check.command import load_targets
+from imdbox.check.counters import Counted
 from imdbox.check.report import Report, render
 from imdbox.check.walls import WALLS
 from imdbox.runflags import EngineLimits, RunFlags
@@ -69,6 +70,53 @@ def test_parse_ok_must_be_true_not_truthy():
     rows[0]["ok"] = "yes"
     results, _ = runner.parse(box_output(rows), WALLS_UP, 0)
     assert not results[0].ok
+
+
+def jailed_output(jailed, rows=None):
+    return runner.RESULT_MARK + json.dumps({"results": rows or all_ok(), "jailed": jailed}) + "\n"
+
+
+@pytest.mark.parametrize(
+    "counted, ok, says",
+    [
+        ([Counted(3, 7), Counted(27, 7)], True, "(the firewall refused 24 packets of them and let none out)"),
+        (
+            [Counted(3, 7), Counted(27, 8)],
+            False,
+            "(the firewall refused 24 packets of them and let 1 out: NOT REFUSED)",
+        ),
+        ([Counted(3, 7)], False, "(the firewall's counters were not read around them)"),
+        ([], False, "(the firewall's counters were not read around them)"),
+    ],
+)
+def test_the_lines_a_jobs_jail_ran_again_go_by_the_counters(counted, ok, says):
+    results, _ = runner.parse(jailed_output(["lan", "dns"]), WALLS_UP, 0, counted)
+    for r in results:
+        if r.id in ("lan", "dns"):
+            assert (r.ok, r.detail) == (ok, f"{r.id} fine {says}")
+        else:
+            assert r.ok and r.detail.endswith("fine"), r
+
+
+def test_packets_let_out_where_a_jail_line_failed_are_its_own():
+    rows = [{**r, "ok": r["id"] != "lan"} for r in all_ok()]
+    results, _ = runner.parse(jailed_output(["lan", "dns"], rows), WALLS_UP, 0, [Counted(3, 7), Counted(27, 9)])
+    by_id = {r.id: r for r in results}
+    assert not by_id["lan"].ok and by_id["dns"].ok
+    assert by_id["dns"].detail == "dns fine (the firewall refused 24 packets of them and let 2 out)"
+
+
+V4 = "-P OUTPUT DROP -c 0 0\n-A OUTPUT -o lo -c 5 300 -j ACCEPT\n-A OUTPUT -c 9 900 -j ACCEPT\n"
+V6 = "-P OUTPUT DROP -c 0 0\n-A OUTPUT -c 7 420 -j REJECT --reject-with icmp6-adm-prohibited\n"
+
+
+def test_the_root_execs_readings_step_by_step():
+    after = V4.replace("-c 9 900", "-c 11 1000")
+    out = f"-- before --\n{V4}-- IPv6 --\n{V6}-- after --\n{after}-- IPv6 --\n{V6}"
+    assert counters.readings(out) == [Counted(7, 9), Counted(7, 11)]
+    # Cut off (the box ended, or the probe never asked again): what it got to.
+    assert counters.readings(f"-- before --\n{V4}-- IPv6 --\n{V6}-- after --\n{V4}") == [Counted(7, 9)]
+    assert counters.readings("") == []
 
 
 def test_parse_garbage_fails_every_wall():

@@ -88,6 +88,14 @@ def test_the_listing_is_read_rule_by_rule():
     }
 
 
+def test_box_check_tallies_what_was_refused_and_what_was_let_out():
+    # The loopback's packets are neither: the firewall's answers to what it refused come back
+    # to the box that way. The kernel's own IPv6 messages are no attempt.
+    assert refused.tally(V4, V6) == (11 + 7, 9)
+    # A firewall changed after box set it (check's twins) is read all the same.
+    assert refused.tally("-P OUTPUT ACCEPT -c 4 240\n-N IMDT\n", "") == (0, 4)
+
+
 @pytest.mark.parametrize(
     "line",
     [

@@ -26,8 +26,9 @@ from urllib.parse import urlsplit
 from .. import browser, names, protocol
 from ..layout import CLAUDE_SETTINGS, HANDS_DIR, IP6TABLES, IPTABLES, JAIL, NODE, SANDBOX_RUNTIME
 from ..runflags import PIDS_LIMIT, SYSTEM_PATH, RunFlags
+from . import counters
 from .report import Report, Result
-from .walls import WALLS
+from .walls import FROM_A_JOBS_JAIL, WALLS
 
 # The probe, in parts that are ES modules of their own (each linted as one), and shipped as
 # one script: probe_source() puts them together in this order.
@@ -158,6 +159,8 @@ def probe_config(flags: RunFlags, internet_url: str, targets: Targets, only: Seq
         "claude_settings": CLAUDE_SETTINGS,
         "targets": t,
         "only": list(only),
+        "from_a_jobs_jail": list(FROM_A_JOBS_JAIL),
+        "count": {"asked": counters.ASKED, "answered": counters.ANSWERED, "steps": counters.STEPS},
         "expect": {
             "uid": 1000,
             "user": "imd",
@@ -177,14 +180,18 @@ def _fail_all(reason: str) -> list[Result]:
     return [Result(w.number, w.title, w.id, False, reason) for w in WALLS]
 
 
-def parse(stdout: str, stderr: str, exit_code: Optional[int]) -> tuple[list[Result], dict[str, int]]:
+def parse(
+    stdout: str, stderr: str, exit_code: Optional[int], counted: Sequence[counters.Counted] = ()
+) -> tuple[list[Result], dict[str, int]]:
     """One result per wall from the box's output; whatever is missing is a FAIL."""
     line = next((ln for ln in reversed(stdout.splitlines()) if ln.startswith(RESULT_MARK)), None)
     if line is None:
         tail = " | ".join(ln.strip() for ln in stderr.strip().splitlines()[-3:]) or "no output"
         return _fail_all(f"the probe gave no result (exit {exit_code}): {tail[:300]}"), {}
     try:
-        raw = {r["id"]: r for r in json.loads(line[len(RESULT_MARK) :])["results"]}
+        found = json.loads(line[len(RESULT_MARK) :])
+        raw = {r["id"]: r for r in found["results"]}
+        jailed = [str(i) for i in found.get("jailed", [])]
     except (ValueError, KeyError, TypeError) as exc:
         return _fail_all(f"the probe's result could not be read: {exc}"), {}
     results = []
@@ -195,7 +202,7 @@ def parse(stdout: str, stderr: str, exit_code: Optional[int]) -> tuple[list[Resu
         else:
             results.append(Result(w.number, w.title, w.id, r.get("ok") is True, str(r.get("detail", ""))))
     results = [_with_firewall_report(r, stderr) if r.id == "firewall" else r for r in results]
-    return results, {k: int(v.get("ms", 0)) for k, v in raw.items()}
+    return counters.with_jail_counted(results, jailed, counted), {k: int(v.get("ms", 0)) for k, v in raw.items()}
 
 
 def _with_firewall_report(result: Result, stderr: str) -> Result:
@@ -254,15 +261,20 @@ def run_check(
         for extra in networks[1:]:
             eng.client.networks.get(extra).connect(container)
         container.start()
+        counter = counters.Counter(container)
+        if set(only or FROM_A_JOBS_JAIL) & set(FROM_A_JOBS_JAIL):
+            counter.start()
         try:
             exit_code = container.wait(timeout=timeout)["StatusCode"]
         except (requests.exceptions.RequestException, docker.errors.APIError):
             exit_code = None
+        if counter.is_alive():  # its exec ends with the box
+            counter.join(timeout=10)
         stdout = container.logs(stdout=True, stderr=False).decode(errors="replace")
         stderr = container.logs(stdout=False, stderr=True).decode(errors="replace")
         if exit_code is None:
             results = _fail_all(f"the check box did not finish in {timeout:.0f} s")
             ms: dict[str, int] = {}
         else:
-            results, ms = parse(stdout, stderr, exit_code)
+            results, ms = parse(stdout, stderr, exit_code, list(counter.counted))
     return Report(results=results, seconds=time.monotonic() - started, logs=stderr, probe_ms=ms)

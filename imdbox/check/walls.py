@@ -42,3 +42,7 @@ WALLS: list[Wall] = [
 
 BY_ID = {w.id: w for w in WALLS}
 BY_NUMBER = {w.number: w for w in WALLS}
+
+# The lines a job's jail runs again, on a job's network of its own (probe/network.mjs
+# fromJobsJail), with the firewall's counters read around them (counters.py).
+FROM_A_JOBS_JAIL: tuple[str, ...] = ("mac", "lan", "tailscale", "metadata", "multicast", "ipv6", "dns", "host_addrs")

@@ -20,6 +20,7 @@ import os from "node:os";
 import path from "node:path";
 
 export const cfg = JSON.parse(process.argv[1] || "{}");
+export const RESULT_MARK = "IMD-BOX-CHECK "; // imdbox/check/runner.py reads the line it begins
 process.env.PATH = cfg.path || "/usr/sbin:/usr/bin:/sbin:/bin";
 /** A tool's path in the image; a name the config does not know cannot run (no PATH lookup). */
 export const tool = (name) => (name.startsWith("/") ? name : (cfg.tools || {})[name] || `/nonexistent/${name}`);
@@ -36,8 +37,17 @@ export const V6_CONNECT_MS = CONNECT_MS + 1000;
 export const BROWSER_BUDGET_MS = Number(cfg.browser.budget_ms);
 export const TOOL_MS = Number(cfg.tool_ms);
 export const BROWSER_SLACK_MS = 3000; // node's start and check.mjs's clean-up, on top of the browser's budget
+// Each line's own limit; the browser's, the slowest, is its budget plus its slack.
+export const LINE_MS = BROWSER_BUDGET_MS + BROWSER_SLACK_MS + 1000;
 // EADDRNOTAVAIL: no source address for that family at all (IPv6 on a v4-only network).
 export const REFUSALS = new Set(["EHOSTUNREACH", "EACCES", "EPERM", "ENETUNREACH", "EADDRNOTAVAIL"]);
+// This probe again, in a job's jail (network.mjs fromJobsJail), on the job's network of its
+// own: pasta answers the firewall's refusal of its connect with a reset, as a far side would,
+// and a datagram leaves the jail whatever the firewall does with it. There an attempt fails
+// only on what reached it (a connection, an answer); the firewall's counters, which box reads
+// around the jail's attempts (imdbox/check/counters.py), tell whether anything else got out.
+export const IN_JAIL = cfg.in_jail === true;
+const NOT_REACHED = new Set(IN_JAIL ? ["refused", "reset", "sent", "timeout"] : ["refused"]);
 
 export const short = (s, n = 160) => {
   const t = String(s ?? "").replace(/\s+/g, " ").trim();
@@ -147,7 +157,7 @@ export function tcp(host, port = PORT, ms = CONNECT_MS) {
     sock.once("connect", () => done("reached", "connected"));
     sock.once("error", (e) => {
       if (REFUSALS.has(e.code)) done("refused", e.code);
-      else if (e.code === "ECONNREFUSED") done("reached", "reset by the far side (ECONNREFUSED)");
+      else if (e.code === "ECONNREFUSED") done(IN_JAIL ? "reset" : "reached", IN_JAIL ? e.code : "reset by the far side (ECONNREFUSED)");
       else done("error", e.code || String(e));
     });
   });
@@ -167,22 +177,23 @@ export function udp(host, port, { broadcast = false, payload = Buffer.from("imd-
       } catch {}
       resolve({ outcome, how });
     };
-    sock.on("error", (e) => done(REFUSALS.has(e.code) ? "refused" : "error", e.code || String(e)));
+    const failed = (e) => (REFUSALS.has(e.code) ? "refused" : IN_JAIL && e.code === "ECONNREFUSED" ? "reset" : "error");
+    sock.on("error", (e) => done(failed(e), e.code || String(e)));
     sock.on("message", () => done("answered", "an answer came back"));
     sock.bind(0, () => {
       if (broadcast) sock.setBroadcast(true);
       sock.send(payload, port, host, (e) => {
-        if (e) done(REFUSALS.has(e.code) ? "refused" : "error", e.code || String(e));
-        else setTimeout(() => done("sent", "the packet left the box"), wait);
+        if (e) done(failed(e), e.code || String(e));
+        else setTimeout(() => done("sent", IN_JAIL ? "left the jail, no answer" : "the packet left the box"), wait);
       });
     });
   });
 }
 
-/** Several refusal probes; ok only if every one was refused. */
+/** Several refusal probes; ok only if every one was refused (in a job's jail: reached none). */
 export async function refusedAll(label, probes) {
   const results = await Promise.all(probes.map(async ([name, p]) => [name, await p]));
-  const bad = results.filter(([, r]) => r.outcome !== "refused");
+  const bad = results.filter(([, r]) => !NOT_REACHED.has(r.outcome));
   if (results.length === 0) return { ok: false, detail: `${label}: nothing to probe` };
   if (bad.length) return { ok: false, detail: bad.map(([n, r]) => `${n}: ${r.outcome.toUpperCase()} (${r.how})`).join("; ") };
   return { ok: true, detail: results.map(([n, r]) => `${n} ${r.how}`).join(", ") };

@@ -33,7 +33,7 @@ const CODEX_JOB_SANDBOX = ["--sandbox", "workspace-write", "-c", "sandbox_worksp
 const CANARY_TEXT = "imd-box check canary: the read jail must not see this\n";
 
 /** The folders of `dir` that are not there yet, made for the test. */
-function makeDirs(dir, made) {
+export function makeDirs(dir, made) {
   const missing = [];
   for (let d = dir; d !== path.dirname(d) && !fs.existsSync(d); d = path.dirname(d)) missing.unshift(d);
   for (const d of missing) {

@@ -3,8 +3,11 @@
 // One script with the other parts when it runs (imdbox/check/runner.py probe_source).
 import dns from "node:dns";
 import fs from "node:fs";
+import net from "node:net";
 import os from "node:os";
-import { cfg, PORT, CONNECT_MS, V6_CONNECT_MS, BROWSER_BUDGET_MS, BROWSER_SLACK_MS, short, run, unusable, tcp, udp, refusedAll, dnsQuery, within } from "./base.mjs";
+import path from "node:path";
+import { cfg, tool, HOME, PORT, TOOL_MS, LINE_MS, CONNECT_MS, V6_CONNECT_MS, BROWSER_BUDGET_MS, BROWSER_SLACK_MS, IN_JAIL, RESULT_MARK, short, run, unusable, tcp, udp, refusedAll, dnsQuery, within } from "./base.mjs";
+import { secretPaths, makeDirs, CANARY, MADE } from "./jail.mjs";
 
 // ------------------------------------------------------------------ the network walls
 
@@ -43,10 +46,14 @@ function gatewaysV6() {
   return [...out];
 }
 
+// A job's jail looks up no name (fromJobsJail hands it the box's answers): its lookups would
+// go to the box's resolver over the box's loopback, past the counters' verdict.
+const macAddresses = () => Promise.all(cfg.targets.mac_names.map(async (name) => [name, await addressesOf(name)]));
+
 export async function mac() {
   const probes = [];
   const names = [];
-  const found = await Promise.all(cfg.targets.mac_names.map(async (name) => [name, await addressesOf(name)]));
+  const found = IN_JAIL ? Object.entries(cfg.jail_names) : await macAddresses();
   for (const [name, addrs] of found) {
     if (!addrs.length) names.push(name);
     for (const a of addrs) probes.push([`${name} ${a}:${PORT}`, tcp(a)]);
@@ -110,6 +117,15 @@ export async function ipv6() {
 }
 
 export async function dnsWall() {
+  const probes = [];
+  for (const server of cfg.targets.dns_servers) {
+    probes.push([`udp ${server}:53`, udp(server, 53, { payload: dnsQuery(), wait: 500 })]);
+    probes.push([`tcp ${server}:53`, tcp(server, 53)]);
+  }
+  if (IN_JAIL) {
+    const other = await refusedAll("other DNS servers", probes);
+    return { ok: other.ok, detail: `other servers: ${other.detail}` };
+  }
   // The bound is ours (within), not c-ares's own timer, which would end the query on a
   // starved loop before the answer waiting in its socket was read: c-ares gets longer.
   const resolver = new dns.promises.Resolver({ timeout: CONNECT_MS * 2, tries: 1 });
@@ -118,11 +134,6 @@ export async function dnsWall() {
     resolver.cancel();
     return Object.assign(new Error(`no answer in ${CONNECT_MS} ms`), { code: "ETIMEOUT" });
   });
-  const probes = [];
-  for (const server of cfg.targets.dns_servers) {
-    probes.push([`udp ${server}:53`, udp(server, 53, { payload: dnsQuery(), wait: 500 })]);
-    probes.push([`tcp ${server}:53`, tcp(server, 53)]);
-  }
   const other = await refusedAll("other DNS servers", probes);
   const servers = dns.getServers().join(",");
   const lookedUp = Array.isArray(resolved);
@@ -165,4 +176,68 @@ export async function hostAddrs() {
   if (!addrs.length) return { ok: false, detail: "box found no address of the host to probe" };
   const r = await refusedAll("host addresses", addrs.map((a) => [`${a}:${PORT}`, tcp(a)]));
   return { ok: r.ok, detail: `${addrs.length} host address(es): ${r.detail}` };
+}
+
+// ------------------------------------------------------------------ the same walls, from a job's jail
+
+const COUNT_MS = 10000;
+
+/** Whether box read the firewall's counters at `step` (false: it did not, within COUNT_MS). It
+ * asks by a file of its own and box answers by one of root's (imdbox/check/counters.py). */
+async function countersRead(step) {
+  try {
+    fs.writeFileSync(`${cfg.count.asked}${step}`, "");
+  } catch {
+    return false;
+  }
+  for (const end = Date.now() + COUNT_MS; Date.now() < end; await new Promise((r) => setTimeout(r, 20))) {
+    if (fs.existsSync(`${cfg.count.answered}${step}`)) return true;
+  }
+  return false;
+}
+
+/** A listener on the box itself while the jail's attempts run, at the port they aim at (its own,
+ * where the box keeps ports below 1024): an attempt that ends on the box (its loopback, one of
+ * its addresses) connects, and is reached, where the firewall's ACCEPT rules would not tell it
+ * from the firewall's own answers (those come back over the box's loopback). */
+async function boxListener() {
+  for (const [host, port] of [["::", PORT], ["0.0.0.0", PORT], ["::", 0], ["0.0.0.0", 0]]) {
+    const server = net.createServer((sock) => sock.on("error", () => {}).end());
+    const up = await new Promise((resolve) => {
+      server.once("error", () => resolve(false));
+      server.listen({ host, port, ipv6Only: false }, () => resolve(true));
+    });
+    if (up) return server;
+  }
+  throw new Error("no port on the box to listen on");
+}
+
+/** `ids` again, by this probe, run by the image's node in one run of a job's jail: the job's
+ * network of its own, the same walls. Before any other line runs, so that what the firewall
+ * counts meanwhile is the jail's alone. {id: {ok, detail}}, or {why} when the jail gave none. */
+export async function fromJobsJail(ids) {
+  const workspace = path.join(secretPaths().workRoot, `${CANARY}-network`);
+  try {
+    makeDirs(workspace, MADE);
+  } catch (e) {
+    return { why: `cannot make the job's workspace in ${HOME} (${e.code || e})` };
+  }
+  const box = await boxListener();
+  const config = { ...cfg, in_jail: true, only: ids, port: box.address().port, jail_names: Object.fromEntries(await macAddresses()) };
+  let r = null;
+  if (await countersRead(cfg.count.steps[0])) {
+    // Within a line's limit, as each of them: the other lines wait for it.
+    r = await run(tool("jail"), ["claude", "--program", process.execPath, ...process.execArgv, JSON.stringify(config)], {
+      cwd: workspace,
+      env: { ...process.env, HOME },
+      timeout: Math.min(TOOL_MS, LINE_MS),
+    });
+  }
+  box.close();
+  if (!r || !(await countersRead(cfg.count.steps[1]))) return { why: "box did not read the firewall's counters" };
+  const why = unusable("the job's jail", r);
+  if (why) return { why };
+  const line = r.out.split("\n").find((l) => l.startsWith(RESULT_MARK));
+  if (!line) return { why: `the job's jail gave no result (exit ${r.code}): ${short(r.err, 150)}` };
+  return Object.fromEntries(JSON.parse(line.slice(RESULT_MARK.length)).results.map((j) => [j.id, j]));
 }

@@ -26,8 +26,10 @@ def box(docker_client, box_image, topology):
             container.remove(force=True)
 
 
-# The twin takes the mark away, and the same leftovers stay.
-ORPHAN = f"setsid sh -c 'echo $$ > orphan.pid; while :; do ln -sfn {HOME}/.npm-global .imd; sleep 0.05; done' >/dev/null 2>&1 & sleep 60"
+# The twin takes the mark away, and the same leftovers stay. The link is put in place by a
+# rename, so that it is there at every instant (`ln -sfn` unlinks, then links).
+RELINK = f"ln -sfn {HOME}/.npm-global .imd.new && mv -Tf .imd.new .imd"
+ORPHAN = f"setsid sh -c 'echo $$ > orphan.pid; while :; do {RELINK}; sleep 0.05; done' >/dev/null 2>&1 & sleep 60"
 
 
 @pytest.mark.parametrize("marked", [True, False], ids=["marked", "twin-mark-gone"])

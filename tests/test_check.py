@@ -25,6 +25,7 @@ import pytest
 
 from imdbox import layout, names
 from imdbox import volume as volume_mod
+from imdbox.check import walls
 from imdbox.check.report import Report
 from imdbox.check.runner import PROBE_DIR, run_check
 from imdbox.check.walls import WALLS
@@ -32,8 +33,10 @@ from imdbox.runflags import HOST_ADDRS_ENV
 from tests.harness import boxes
 from tests.harness import topology as topology_mod
 
-# In a parallel run (-n) one worker runs this module's tests: its walled boxes and controls are module fixtures.
-pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group("check")]
+# In a parallel run (-n) its checks spread over the workers, each making the module's fixtures
+# (a volume) for its share: one worker's were its long pole. The lines of the healthy report
+# are one worker's.
+pytestmark = pytest.mark.usefixtures("box_image")
 
 ROOT = names.REPO_ROOT
 FIREWALL = "/usr/local/lib/imd-box/firewall/init-firewall.sh"
@@ -66,17 +69,29 @@ def has_browser(docker_client, box_image):
     return browser_in_image(docker_client, box_image)
 
 
-# A twin's check runs every line but the browser's, unless its break is the browser's or
-# stops Chromium too (browser=True): line 15 is 1.2 core-s of a check's 3 (MCP and
-# Chromium), and some thirty twins would prove again what the healthy runs prove.
-BUT_THE_BROWSER = [w.id for w in WALLS if w.id != "browser"]
 # The lines a job's jail runs again, on its network of its own: each FAILs where no jail runs.
-FROM_A_JOBS_JAIL = {"mac", "lan", "tailscale", "metadata", "multicast", "ipv6", "dns", "host_addrs"}
+FROM_A_JOBS_JAIL = set(walls.FROM_A_JOBS_JAIL)
+# A twin's check runs every line but the browser's, the read jail's and those a job's jail
+# runs again, unless its break is theirs: read_jail=True, network=True, or browser=True (every
+# line) for a break of the browser's or one that stops Chromium too. Those are a check's
+# costliest (Chromium in 15 and 16; the jail's pass over the network, first and alone), and
+# some forty twins would prove again what the healthy runs prove.
+BUT_THE_BROWSER = [w.id for w in WALLS if w.id != "browser"]
+TWINS_LINES = [w for w in BUT_THE_BROWSER if w != "read_jail" and w not in FROM_A_JOBS_JAIL]
 
 
 @pytest.fixture(scope="module")
 def check(docker_client, box_image, topology, home_volume):
-    def go(volume: Optional[str] = None, patch: Optional[dict] = None, browser: bool = False, **kw) -> Report:
+    def go(
+        volume: Optional[str] = None,
+        patch: Optional[dict] = None,
+        browser: bool = False,
+        read_jail: bool = False,
+        network: bool = False,
+        **kw,
+    ) -> Report:
+        more = {"read_jail"} if read_jail else set()
+        only = () if browser else TWINS_LINES + sorted(more | (FROM_A_JOBS_JAIL if network else set()))
         with patched_image(docker_client, box_image, patch or {}) as image:
             return run_check(
                 boxes.engine_of(docker_client, image=image, volume=volume or home_volume),
@@ -86,7 +101,7 @@ def check(docker_client, box_image, topology, home_volume):
                 extra_hosts=topology.extra_hosts,
                 internet_url=topology.url("internet"),
                 targets=kw.pop("targets", TEST_TARGETS),
-                only=() if browser else BUT_THE_BROWSER,
+                only=only,
                 name_prefix="imdt-check-",
                 **kw,
             )
@@ -275,6 +290,8 @@ HEALTHY_EVIDENCE = {
 }
 
 
+# One worker reads every line of the one healthy report (a check with every line).
+@pytest.mark.xdist_group("check_healthy")
 @pytest.mark.parametrize("wall", sorted(HEALTHY_EVIDENCE))
 def test_healthy_line_shows_its_evidence(healthy, wall):
     r = healthy.by_id(wall)
@@ -294,8 +311,8 @@ def test_1_user_root_in_the_box(check, has_browser):
     # Root without capabilities cannot enter imd's 700 home to set up the read jail's test (16),
     # the worker's hands' (23) or a job's workspace for the network lines' jail, nor map uid 0
     # into a user namespace without CAP_SETFCAP (17); Chromium's sandbox fails too.
-    walls = {"user", "read_jail", "jailed_root", "worker_hands", *FROM_A_JOBS_JAIL}
-    expect_failed(report, walls, has_browser, browser_fails=True)
+    failing = {"user", "read_jail", "jailed_root", "worker_hands", *FROM_A_JOBS_JAIL}
+    expect_failed(report, failing, has_browser, browser_fails=True)
     assert "from a job's jail: cannot make the job's workspace in /home/imd (EACCES)" in report.by_id("lan").detail
     assert "cannot set up the test" in report.by_id("read_jail").detail
     assert "cannot set up the test" in report.by_id("worker_hands").detail
@@ -306,7 +323,7 @@ def test_1_user_root_in_the_box(check, has_browser):
 def test_2_capabilities_bounding_set_kept(check, has_browser):
     report = check(patch=drop_with(DROP, "--inh-caps=-all --ambient-caps=-all --no-new-privs"))
     expect_failed(report, {"capabilities"}, has_browser)
-    assert asked(report) == set(BUT_THE_BROWSER)  # a twin's check, as the others: no browser
+    assert asked(report) == set(TWINS_LINES)  # a twin's check, as the others
     assert "CapBnd=" in report.by_id("capabilities").detail
 
 
@@ -361,20 +378,19 @@ def test_5_host_folder_and_docker_socket_mounted(check, has_browser, tmp_path):
 
 def test_6_worker_keeps_net_admin_and_reads_the_rules(check, has_browser):
     keep = "--inh-caps=-all,+net_admin --ambient-caps=-all,+net_admin --bounding-set=-all,+net_admin --no-new-privs"
-    report = check(patch=drop_with(DROP, keep))
+    report = check(patch=drop_with(DROP, keep), read_jail=True)
     # bubblewrap refuses to run for a caller holding capabilities: no read jail (16), no
-    # jailed root through bwrap (17), no jail for the worker's hands (23) and none for the
-    # network lines to run again in, to prove anything with.
-    walls = {"capabilities", "firewall", "read_jail", "jailed_root", "worker_hands", *FROM_A_JOBS_JAIL}
-    expect_failed(report, walls, has_browser)
-    assert "from a job's jail: the job's jail gave no result" in report.by_id("tailscale").detail
+    # jailed root through bwrap (17) and no jail for the worker's hands (23) to prove anything with.
+    expect_failed(report, {"capabilities", "firewall", "read_jail", "jailed_root", "worker_hands"}, has_browser)
     assert "ALLOWED: list, list v6, add a chain, flush" in report.by_id("firewall").detail
     assert "Unexpected capabilities" in report.by_id("read_jail").detail
     assert "Unexpected capabilities" in report.by_id("worker_hands").detail
 
 
 def test_6_no_firewall_at_all(check, has_browser):
-    report = check(patch=entrypoint_with("/usr/local/lib/imd-box/firewall/init-firewall.sh ||", "true ||"))
+    report = check(
+        patch=entrypoint_with("/usr/local/lib/imd-box/firewall/init-firewall.sh ||", "true ||"), network=True
+    )
     network = {"mac", "lan", "tailscale", "metadata", "multicast", "ipv6", "dns", "jailed_root", "host_addrs"}
     expect_failed(report, {"firewall"} | network, has_browser)
     assert "no verified firewall" in report.by_id("firewall").detail
@@ -452,7 +468,7 @@ OPENED = {
 @pytest.mark.parametrize("case", OPENED)
 def test_a_rule_changed_after_the_firewall_fails_its_line(check, has_browser, case):
     script, fails, says, never = OPENED[case]
-    report = check(patch=after_firewall(script))
+    report = check(patch=after_firewall(script), read_jail="read_jail" in fails, network=True)
     expect_failed(report, fails, has_browser)
     for wall, texts in says.items():
         detail = report.by_id(wall).detail
@@ -484,7 +500,7 @@ def test_16_device_key_and_login_kept_outside_the_denied_paths(check, has_browse
     # the job's jail takes for the workspace (the work root is in it). The login's new place,
     # /var/tmp, is the jail's own.
     env = {"IDENTITYMD_HOME": "/var/tmp/identitymd", "CLAUDE_CONFIG_DIR": "/var/tmp/claude"}
-    report = check(volume=test_volume, mutate=lambda kw: kw["environment"].update(env))
+    report = check(volume=test_volume, mutate=lambda kw: kw["environment"].update(env), read_jail=True)
     expect_failed(report, {"read_jail"}, has_browser)
     detail = report.by_id("read_jail").detail
     assert "the sandbox READ the device key (canary) at /var/tmp/identitymd/config.json" in detail
@@ -508,7 +524,7 @@ def test_16_a_sandbox_whose_rules_leave_the_login(check, has_browser):
     def two_files(settings):
         settings["sandbox"]["filesystem"]["denyRead"] = ["~/.identitymd/config.json", "~/.identitymd/tools.env"]
 
-    report = check(patch=managed_with(two_files))
+    report = check(patch=managed_with(two_files), read_jail=True)
     expect_failed(report, {"read_jail"}, has_browser)
     detail = report.by_id("read_jail").detail
     assert "the sandbox READ the Claude login (canary) at /home/imd/.claude/.credentials.json" in detail, detail
@@ -529,7 +545,7 @@ case "$1" in
   *) shift 2 && exec "$@" ;;
 esac
 """
-    report = check(patch={layout.JAIL: (passthrough, 0o755)})
+    report = check(patch={layout.JAIL: (passthrough, 0o755)}, read_jail=True)
     # The worker's hands (line 23) go through the same jail: their git and forge read the home,
     # and tools.env's values reach a job's environment.
     expect_failed(report, {"read_jail", "worker_hands"}, has_browser)
@@ -549,7 +565,7 @@ def test_16_a_sandbox_that_cuts_each_command_off_the_network(check, has_browser)
     # in a network of its own, as srt makes it. A preview server is out of reach of the next
     # command and of the browser, and a command reaches nothing, not even the internet.
     stock = b'#!/bin/bash\nexec /usr/bin/bwrap "$@"\n'
-    report = check(patch={layout.SANDBOX_BWRAP: (stock, 0o755)})
+    report = check(patch={layout.SANDBOX_BWRAP: (stock, 0o755)}, read_jail=True)
     expect_failed(report, {"read_jail"}, has_browser)
     detail = report.by_id("read_jail").detail
     assert "is out of reach of the next command" in detail and "is out of reach of the browser" in detail, detail
@@ -562,7 +578,7 @@ def test_16_the_managed_settings_allow_running_unsandboxed(check, has_browser):
         settings["sandbox"]["failIfUnavailable"] = False
         settings["sandbox"]["allowUnsandboxedCommands"] = True
 
-    report = check(patch=managed_with(loosen))
+    report = check(patch=managed_with(loosen), read_jail=True)
     expect_failed(report, {"read_jail"}, has_browser)
     detail = report.by_id("read_jail").detail
     assert "failIfUnavailable is not true" in detail and "allowUnsandboxedCommands is not false" in detail
@@ -570,7 +586,7 @@ def test_16_the_managed_settings_allow_running_unsandboxed(check, has_browser):
 
 def test_16_no_managed_settings_at_all(check, has_browser):
     # An empty tmpfs over /etc/claude-code (no host file: line 5 stays ok).
-    report = check(mutate=lambda kw: kw["tmpfs"].update({"/etc/claude-code": "size=1m"}))
+    report = check(mutate=lambda kw: kw["tmpfs"].update({"/etc/claude-code": "size=1m"}), read_jail=True)
     expect_failed(report, {"read_jail"}, has_browser)
     assert "ENOENT: Claude Code runs without managed settings" in report.by_id("read_jail").detail
 
@@ -580,7 +596,7 @@ def test_16_a_jail_that_hides_the_workspace_too(check, has_browser):
     def whole_home(settings):
         del settings["sandbox"]["filesystem"]["allowRead"]
 
-    report = check(patch=managed_with(whole_home))
+    report = check(patch=managed_with(whole_home), read_jail=True)
     expect_failed(report, {"read_jail"}, has_browser)
     assert "cannot read the job's own workspace either" in report.by_id("read_jail").detail
 
@@ -589,7 +605,7 @@ def test_16_jobs_that_share_the_boxs_network(check, has_browser):
     # The jail's own text without the network of its own it gives each run: another job's
     # run and the worker reach a job's preview server.
     own = 'if [ -z "$hands" ]; then\n  [ -r /dev/net/tun ]'
-    report = check(patch=jail_with((own, "if false; then\n  [ -r /dev/net/tun ]")))
+    report = check(patch=jail_with((own, "if false; then\n  [ -r /dev/net/tun ]")), read_jail=True)
     expect_failed(report, {"read_jail"}, has_browser)
     detail = report.by_id("read_jail").detail
     assert "was REACHED from another job's jail (" in detail and " and from the worker" in detail, detail
@@ -599,7 +615,7 @@ def test_16_jobs_that_share_the_boxs_network(check, has_browser):
 def test_7_22_a_jobs_network_that_takes_the_gateway_to_the_box(check, has_browser):
     # pasta as it comes: the gateways' addresses (v4 and v6), in the job's network, are the
     # box's own loopback, where the worker's servers listen; the probe listens there meanwhile.
-    report = check(patch=jail_with(("--no-map-gw ", "")))
+    report = check(patch=jail_with(("--no-map-gw ", "")), network=True)
     expect_failed(report, {"mac", "host_addrs", "ipv6"}, has_browser)
     for wall, gateway in (
         ("mac", "198.51.100.129:80"),
@@ -621,7 +637,7 @@ def test_7_13_22_what_a_jobs_jail_gets_out_unanswered_the_counters_see(check, ha
         extra = 'targets: { ...cfg.targets, multicast: [...cfg.targets.multicast, ["198.51.100.10", 9]] },'
         kw["command"][3] = kw["command"][3].replace(line, f"{line} {extra}")
 
-    report = check(mutate=one_more)
+    report = check(mutate=one_more, network=True)
     expect_failed(report, FROM_A_JOBS_JAIL, has_browser)
     assert "udp 198.51.100.10:9 left the jail, no answer" in report.by_id("multicast").detail, show(report)
     for wall in FROM_A_JOBS_JAIL:
@@ -631,13 +647,13 @@ def test_7_13_22_what_a_jobs_jail_gets_out_unanswered_the_counters_see(check, ha
 def test_16_17_no_user_namespaces(check, has_browser):
     # Docker's own seccomp profile, without the rule the box adds: no user namespace, so
     # no read jail (16), no jailed root to prove anything about (17), and no job's jail for
-    # the worker's hands (23) or the network lines.
+    # the worker's hands (23) or for lines 7–13 and 22 to run again in.
     upstream = (ROOT / "seccomp" / "docker-default.json").read_text()
 
     def docker_default(kw):
         kw["security_opt"] = [o for o in kw["security_opt"] if not o.startswith("seccomp")] + [f"seccomp={upstream}"]
 
-    report = check(mutate=docker_default)
+    report = check(mutate=docker_default, read_jail=True, network=True)
     failed = set(report.failed()) - {"browser"}  # not asked (Chromium's sandbox needs user namespaces too)
     assert failed == {"read_jail", "jailed_root", "worker_hands", *FROM_A_JOBS_JAIL}, show(report)
     assert "No permissions to create a new namespace" in report.by_id("metadata").detail, show(report)
@@ -660,7 +676,7 @@ def test_7_13_an_answer_waiting_when_the_bound_ends_still_counts(check, has_brow
             query, query + " for (const end = Date.now() + 3000; Date.now() < end; );"
         )
 
-    report = check(mutate=starve)
+    report = check(mutate=starve, network=True)
     expect_failed(report, set(), has_browser)
     assert "imdt-listener-internet -> 198.51.100.10" in report.by_id("dns").detail, show(report)
     assert "host.docker.internal 198.51.100.200:80 EHOSTUNREACH" in report.by_id("mac").detail, show(report)
@@ -697,7 +713,7 @@ def test_16_a_fifo_planted_at_a_secrets_path_is_fail_not_a_hang(check, has_brows
         "'install -d -m 700 /home/imd/.identitymd && mkfifo -m 600 /home/imd/.identitymd/tools.env'"
     )
     started = time.monotonic()
-    report = check(volume=test_volume, patch=after_firewall(seed))
+    report = check(volume=test_volume, patch=after_firewall(seed), read_jail=True)
     assert time.monotonic() - started < 30, show(report)
     expect_failed(report, {"read_jail"}, has_browser)
     assert report.by_id("read_jail").detail == (
@@ -746,7 +762,7 @@ def test_22_the_host_addresses_not_given_to_the_firewall(check, has_browser):
     def forget(kw):
         kw["environment"].pop(HOST_ADDRS_ENV)
 
-    report = check(mutate=forget)
+    report = check(mutate=forget, network=True)
     # Without them, the host's address on the internet network is open (the others are
     # still covered: the gateway and the private ranges).
     expect_failed(report, {"host_addrs"}, has_browser)
@@ -819,7 +835,7 @@ def test_missing_tools_are_fail_not_crash(check, has_browser):
         config["tools"].update({t: f"/nonexistent/{t}" for t in gone})
         kw["command"][-1] = json.dumps(config)
 
-    report = check(mutate=missing)
+    report = check(mutate=missing, read_jail=True)
     walls = {"no_new_privs", "seccomp", "firewall", "read_jail", "jailed_root", "image", "worker_hands"}
     expect_failed(report, walls, has_browser=False)
     for wall in walls:
@@ -831,10 +847,10 @@ HANG = b"#!/bin/sh\nexec sleep 60\n"
 
 def test_a_hanging_tool_is_fail_not_a_hang(check, has_browser, docker_client, box_image, home_volume):
     started = time.monotonic()
-    report = check(patch={"/usr/bin/bwrap": HANG})
+    report = check(patch={"/usr/bin/bwrap": HANG}, read_jail=True)
     assert time.monotonic() - started < 30
-    expect_failed(report, {"read_jail", "jailed_root", "image", "worker_hands", *FROM_A_JOBS_JAIL}, has_browser)
-    for wall in ("read_jail", "jailed_root", "image", "worker_hands", *FROM_A_JOBS_JAIL):
+    expect_failed(report, {"read_jail", "jailed_root", "image", "worker_hands"}, has_browser)
+    for wall in ("read_jail", "jailed_root", "image", "worker_hands"):
         assert "timed out" in report.by_id(wall).detail, show(report)
     # The tool's own limit ends the line, and names the tool: the hung sleep (the jail's
     # bwrap) holds the pipes, and a line that waited for them would end at the probe's limit.
@@ -855,7 +871,7 @@ def test_a_line_cut_off_at_the_probes_limit_leaves_no_canaries(check, docker_cli
         config["browser"]["budget_ms"] = 1000
         kw["command"][-1] = json.dumps(config)
 
-    report = check(patch={"/usr/bin/bwrap": HANG}, mutate=patient_tools)
+    report = check(patch={"/usr/bin/bwrap": HANG}, mutate=patient_tools, read_jail=True)
     assert report.by_id("read_jail").detail == "the probe timed out after 5000 ms", show(report)
     assert canaries_in(docker_client, box_image, home_volume) == [], "canaries left in the volume"
 
@@ -880,6 +896,7 @@ def test_a_box_that_never_starts_fails_every_line(check):
 
 
 @pytest.mark.skipif(not os.environ.get("IMD_BOX_CHECK_SVG"), reason="set IMD_BOX_CHECK_SVG=docs/check.svg to redraw it")
+@pytest.mark.xdist_group("check_healthy")
 def test_draw_the_readme_picture_from_the_healthy_run(healthy):
     """README's picture is this run's table: IMD_BOX_CHECK_SVG=docs/check.svg pytest -k picture tests/test_check.py"""
     from rich.console import Console

@@ -161,7 +161,12 @@ def test_without_the_jail_the_same_tools_read_another_jobs_workspace(docker_clie
 SAME_PORT = 18431
 SAME_PORT_SERVER = (
     "const s = require('node:http').createServer((q, r) => r.end(process.argv[1], () => process.exit(0)));"
-    f"s.listen({SAME_PORT}, '127.0.0.1'); setTimeout(() => process.exit(0), 4000);"
+    f"s.listen({SAME_PORT}, '127.0.0.1'); setTimeout(() => process.exit(0), 10000);"
+)
+# The next command asks until the server answers: a node that starts slowly on a busy machine
+# is no wall (a fixed half second was once too short).
+SAME_PORT_CLIENT = (
+    f"for _ in $(seq 1 80); do curl -sf --max-time 2 http://127.0.0.1:{SAME_PORT}/ && break; sleep 0.1; done"
 )
 
 
@@ -183,7 +188,7 @@ def test_two_jobs_side_by_side_read_neither_the_others_work_nor_its_transcript(d
             [jobs.bash("cat notes.txt")],
             # Both serve on the same port of their own loopback, and each reaches its own server.
             [jobs.bash(f"node -e {shlex.quote(SAME_PORT_SERVER)} {mine[i]}", run_in_background=True)],
-            [jobs.bash(f"sleep 0.5; curl -s --max-time 2 http://127.0.0.1:{SAME_PORT}/; echo served-{i}")],
+            [jobs.bash(f"{SAME_PORT_CLIENT}; echo served-{i}")],
         ]
 
     with ThreadPoolExecutor(2) as pool:

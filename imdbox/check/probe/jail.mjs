@@ -83,6 +83,10 @@ function jailTargets(made) {
   return { secrets, work, workspace, other };
 }
 
+/** One of the image's programs as a job's CLI runs in `workspace` (worker/jail's --program):
+ * run()'s arguments. */
+export const inAJobsJail = (workspace, ...args) => [tool("jail"), ["claude", "--program", ...args], { cwd: workspace, env: { ...process.env, HOME } }];
+
 /** Remove what the test made, newest first, and forget it (the exit's pass touches only what
  * a cut-off line left); a file replaced meanwhile (a login written while the check ran) is
  * not ours any more and stays. A folder made whole for the test (`tree`) goes whole. */
@@ -343,7 +347,6 @@ export async function readJail() {
     scratch = fs.mkdtempSync(path.join(workspace, ".imd-box-check-"));
     const settings = path.join(scratch, "srt-settings.json");
     fs.writeFileSync(settings, JSON.stringify(srtSettings));
-    const inJail = (args) => [tool("jail"), ["claude", "--program", ...args], { cwd: workspace, env: { ...process.env, HOME } }];
     const sandboxed = (...args) => [process.execPath, tool("srt"), "--settings", settings, "--", ...args];
     // Each file is read, and through /proc/<pid>/root of this (outside) process; only a
     // digest leaves the jail, never the content.
@@ -366,9 +369,9 @@ export async function readJail() {
       // can reach, so the jail, not Playwright's file:// guardrail, is what is proved.
       browser: [tool("chromium"), "--allow-file-access-from-files", "--dump-dom", `file://${page}`],
     };
-    const [jail, jailArgs, jailOpts] = inJail([process.execPath, "-e", DRIVER, JSON.stringify(jobWork)]);
+    const [jail, jailArgs, jailOpts] = inAJobsJail(workspace, process.execPath, "-e", DRIVER, JSON.stringify(jobWork));
     driver = startDriver([jail, ...jailArgs], jailOpts);
-    const [preview, toolsRun] = await Promise.all([driver.preview, run(...inJail([tool("sh"), "-c", reads, "jail", ...asked]))]);
+    const [preview, toolsRun] = await Promise.all([driver.preview, run(...inAJobsJail(workspace, tool("sh"), "-c", reads, "jail", ...asked))]);
     let sandboxRun, browserRun, codexRun;
     if (preview.why) bad.push(`srt in the job's jail ${preview.why}`);
     else {
@@ -377,10 +380,7 @@ export async function readJail() {
       let runs, fromOther, fromWorker;
       [runs, fromOther, fromWorker, codexRun] = await Promise.all([
         driver.runs,
-        run(tool("jail"), ["claude", "--program", process.execPath, "-e", NET_CLIENT, preview.url], {
-          cwd: other,
-          env: { ...process.env, HOME },
-        }),
+        run(...inAJobsJail(other, process.execPath, "-e", NET_CLIENT, preview.url)),
         run(process.execPath, ["-e", NET_CLIENT, preview.url]),
         // A Codex job's commands: Codex's sandbox with the options the worker gives a job's
         // exec, through the jail, which asks Codex for it as it does for a job.

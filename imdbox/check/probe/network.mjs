@@ -6,8 +6,8 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { cfg, tool, HOME, PORT, TOOL_MS, LINE_MS, CONNECT_MS, V6_CONNECT_MS, BROWSER_BUDGET_MS, BROWSER_SLACK_MS, IN_JAIL, RESULT_MARK, short, run, unusable, tcp, udp, refusedAll, dnsQuery, within } from "./base.mjs";
-import { secretPaths, makeDirs, CANARY, MADE } from "./jail.mjs";
+import { cfg, HOME, PORT, TOOL_MS, LINE_MS, CONNECT_MS, V6_CONNECT_MS, BROWSER_BUDGET_MS, BROWSER_SLACK_MS, IN_JAIL, RESULT_MARK, short, run, unusable, tcp, udp, refusedAll, dnsQuery, within } from "./base.mjs";
+import { secretPaths, makeDirs, inAJobsJail, CANARY, MADE } from "./jail.mjs";
 
 // ------------------------------------------------------------------ the network walls
 
@@ -227,11 +227,8 @@ export async function fromJobsJail(ids) {
   let r = null;
   if (await countersRead(cfg.count.steps[0])) {
     // Within a line's limit, as each of them: the other lines wait for it.
-    r = await run(tool("jail"), ["claude", "--program", process.execPath, ...process.execArgv, JSON.stringify(config)], {
-      cwd: workspace,
-      env: { ...process.env, HOME },
-      timeout: Math.min(TOOL_MS, LINE_MS),
-    });
+    const [jail, args, opts] = inAJobsJail(workspace, process.execPath, ...process.execArgv, JSON.stringify(config));
+    r = await run(jail, args, { ...opts, timeout: Math.min(TOOL_MS, LINE_MS) });
   }
   box.close();
   if (!r || !(await countersRead(cfg.count.steps[1]))) return { why: "box did not read the firewall's counters" };

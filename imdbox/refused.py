@@ -106,12 +106,16 @@ def tally(v4: str, v6: str) -> tuple[int, int]:
     refused = let_out = 0
     for family, text in (("v4", v4), ("v6", v6)):
         for line in text.splitlines():
-            if m := _ANY_POLICY.fullmatch(line):
-                let_out += int(m["packets"]) if m["target"] == "ACCEPT" else 0
-            elif (m := _RULE.fullmatch(line)) and m["target"] == "ACCEPT":
-                let_out += 0 if m["match"] == "-o lo" else int(m["packets"])
-            elif m and not (family == "v6" and m["match"] in _KERNEL_V6):
-                refused += int(m["packets"])
+            if policy := _ANY_POLICY.fullmatch(line):
+                let_out += int(policy["packets"]) if policy["target"] == "ACCEPT" else 0
+                continue
+            rule = _RULE.fullmatch(line)
+            if rule is None:
+                continue
+            if rule["target"] == "ACCEPT":
+                let_out += 0 if rule["match"] == "-o lo" else int(rule["packets"])
+            elif not (family == "v6" and rule["match"] in _KERNEL_V6):
+                refused += int(rule["packets"])
     return refused, let_out
 
 

@@ -19,6 +19,8 @@ CODEX_JAIL = f"{WORKER_DIR}/codex"
 SANDBOX_BWRAP = f"{WORKER_DIR}/bwrap"
 # The git and forge the worker runs on a job's tree (first on its PATH): each in that job's jail.
 HANDS_DIR = f"{WORKER_DIR}/hands"
+# Their seccomp filter (seccomp/hands.py): nothing they run makes a link.
+HANDS_FILTER = f"{WORKER_DIR}/hands.bpf"
 NODE = "/usr/local/bin/node"
 # Claude Code's managed settings (image/claude-code/): its sandbox, the read jail.
 CLAUDE_SETTINGS = "/etc/claude-code/managed-settings.json"

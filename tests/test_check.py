@@ -604,8 +604,11 @@ def test_16_a_jail_that_hides_the_workspace_too(check, has_browser):
 def test_16_jobs_that_share_the_boxs_network(check, has_browser):
     # The jail's own text without the network of its own it gives each run: another job's
     # run and the worker reach a job's preview server.
-    own = 'if [ -z "$hands" ]; then\n  [ -r /dev/net/tun ]'
-    report = check(patch=jail_with((own, "if false; then\n  [ -r /dev/net/tun ]")), read_jail=True)
+    own = (
+        ("--unshare-user --unshare-net ", "--unshare-user "),  # the network's namespace: the box's
+        ('/usr/bin/pasta "${net[@]}" -P "$fifo.pid" "$pid"', "true"),  # and nothing to make it
+    )
+    report = check(patch=jail_with(*own), read_jail=True)
     expect_failed(report, {"read_jail"}, has_browser)
     detail = report.by_id("read_jail").detail
     assert "was REACHED from another job's jail (" in detail and " and from the worker" in detail, detail
@@ -756,6 +759,26 @@ def test_23_the_workers_git_and_forge_outside_the_jail(check, has_browser):
     detail = report.by_id("worker_hands").detail
     assert "a job's fsmonitor under the worker's git READ the rest of the home" in detail, detail
     assert "the worker's forge showed the rest of the home through a .sol link" in detail, detail
+    assert "a link a job's fsmonitor made under the worker's git STAYED" in detail, detail
+
+
+def test_23_the_workers_hands_without_their_filter(check, has_browser):
+    # The hands' jail as it is, less its seccomp filter: a job's fsmonitor makes its links,
+    # and on a node found clear of links nothing searches after the call, in the workspace
+    # nor beside the bundles.
+    unfiltered = (
+        ('exec /usr/bin/bwrap "${jail[@]}" --seccomp "$filter" ', 'exec /usr/bin/bwrap "${jail[@]}" '),
+        ('/usr/bin/bwrap "${jail[@]}" --seccomp "$filter" --chdir "$cwd" -- "$program" "$@" <&0 &',
+         '/usr/bin/bwrap "${jail[@]}" --chdir "$cwd" -- "$program" "$@" <&0 &'),
+    )  # fmt: skip
+    report = check(patch=jail_with(*unfiltered))
+    expect_failed(report, {"worker_hands"}, has_browser)
+    detail = report.by_id("worker_hands").detail
+    assert (
+        "a link a job's fsmonitor made under the worker's git STAYED "
+        "(node/imd-box-check-link.sol, imd-box-check-link.bundle)" in detail
+    ), detail
+    assert " READ " not in detail and " showed " not in detail, detail  # the jail holds the rest
 
 
 def test_22_the_host_addresses_not_given_to_the_firewall(check, has_browser):

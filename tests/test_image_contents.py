@@ -5,6 +5,7 @@ sleep as its command) is only looked into."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import uuid
@@ -74,6 +75,12 @@ def test_what_root_runs_is_roots_and_only_root_may_change_it(image, path):
 def test_the_workers_hands_are_the_jail_itself(image, tool):
     hand = image.file(f"{layout.HANDS_DIR}/{tool}")
     assert hand.is_symlink and hand.linked_to == layout.JAIL and hand.user == "root"
+
+
+def test_the_hands_filter_is_the_repos_and_roots(image):
+    f = image.file(layout.HANDS_FILTER)
+    assert f.is_file and f.user == "root" and f.mode == 0o644, (f.user, oct(f.mode))
+    assert f.sha256sum == hashlib.sha256((names.REPO_ROOT / "worker" / "hands.bpf").read_bytes()).hexdigest()
 
 
 def test_no_setuid_or_setgid_file_in_the_image(image):

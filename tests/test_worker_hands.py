@@ -169,6 +169,37 @@ def test_the_workers_steps_build_and_test_a_contract_and_bundle_the_change(box):
     assert after["bundleBytes"] > 0, after
 
 
+# A link a job leaves deep in its workspace, where it leads inside (so it stays), and a nested
+# fsmonitor that moves it to the top, where it leads to the worker's code folder: no link is
+# made under the worker's git, one is only moved. The fsmonitor waits for its moment (Claude
+# Code's own git status runs it during the job): here, a file the test writes after the run.
+DEEP = "deep/a/b/c/escape"
+MOVED = f"""set -e
+mkdir -p deep/a/b/c && ln -s ../../../../.npm-global {DEEP}
+git init -q vendor/sub && git -C vendor/sub config core.fsmonitor '[ ! -e ../../armed ] || mv ../../{DEEP} ../../escape; echo'
+git -C vendor/sub -c user.name=j -c user.email=j@j commit -q --allow-empty -m sub && git add vendor/sub && echo left"""
+
+
+@pytest.mark.parametrize("declared_clear", [False, True], ids=["searched", "twin-declared-clear"])
+def test_a_link_the_job_left_and_a_call_moved_out_is_gone_with_the_call(
+    docker_client, box_image, box, marks, declared_clear
+):
+    space, spec = hands.code_task(box, committed_link=False)
+    hands.worker_steps(box, "before", space, spec, defended=True)
+    run = jobs.play(docker_client, box_image, box, [[jobs.bash(MOVED)]], cwd=space)
+    assert run.code == 0 and "left" in run.result(0)["text"], str(run)
+    if declared_clear:
+        # The twin: the launcher's record (worker/jail's RUNS) says the workspace holds no link,
+        # so the launcher goes at once and nothing searches after the call.
+        code, out = as_imd(box, f"touch /tmp/.imd-box-runs/clear{space.replace('/', '%')}")
+        assert code == 0, out
+    code, out = as_imd(
+        box, f"cd {space} && touch armed && git status --porcelain >/dev/null && {{ readlink -e escape || echo gone; }}"
+    )
+    assert code == 0, out
+    assert out.strip() == (f"{HOME}/.npm-global" if declared_clear else "gone"), out
+
+
 @pytest.mark.parametrize("runtime", ["claude", "codex"])
 def test_without_the_defence_the_same_tree_leaks_each_way(docker_client, box_image, box, marks, runtime):
     run, before, (after, repair), files, outside = job_and_steps(

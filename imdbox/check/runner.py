@@ -92,6 +92,7 @@ TOOLS = {
     "find": "/usr/bin/find",
     "sh": "/bin/sh",
     "sha256sum": "/usr/bin/sha256sum",
+    "ln": "/usr/bin/ln",
     "rg": "/usr/bin/rg",
     # Claude Code's sandbox library, a node script run by the image's node; its own
     # tools (bwrap, socat, rg) come from the managed settings (line 16 uses their rules).

@@ -530,6 +530,8 @@ export async function jailedRoot() {
 // MADE when it ends. The probe's exit removes what a cut-off line 23 left.
 export const MADE_HANDS = [];
 const HANDS_SEEN = "imd-box-check-seen";
+// Where the fsmonitor puts a link to the home: in the workspace, and beside the bundles.
+const HANDS_LINKS = ["node/imd-box-check-link.sol", "imd-box-check-link.bundle"];
 const HANDS_KEY = "IMD_BOX_CHECK_KEY";
 
 /** Line 23: the worker's own git and forge (worker/hands, first on its PATH), on a tree a job
@@ -541,17 +543,17 @@ const HANDS_KEY = "IMD_BOX_CHECK_KEY";
  * of its own that IDENTITYMD_HOME names), so it never meets line 16's canaries. */
 export async function workerHands() {
   const p = secretPaths();
-  for (const name of ["hands_git", "hands_forge", "jail", "git", "env", "sha256sum"]) if (!fs.existsSync(tool(name))) return { ok: false, detail: `${tool(name)} is missing from the box` };
+  for (const name of ["hands_git", "hands_forge", "jail", "git", "env", "sha256sum", "ln"]) if (!fs.existsSync(tool(name))) return { ok: false, detail: `${tool(name)} is missing from the box` };
   const made = MADE_HANDS;
   const job = path.join(p.workRoot, `${CANARY}-hands`);
   const ws = path.join(job, "node");
   const imdHome = path.join(job, "identitymd");
+  const home = path.join(HOME, `${CANARY}-hands`);
   const key = `imd-box-check-${randomBytes(8).toString("hex")}`;
   const secrets = [];
   const text = {};
   try {
     fs.rmSync(job, { recursive: true, force: true }); // a check cut off before its clean-up
-    const home = path.join(HOME, `${CANARY}-hands`);
     makeCanary(home, made);
     secrets.push(["the rest of the home", home]);
     text[home] = CANARY_TEXT;
@@ -576,25 +578,34 @@ export async function workerHands() {
     } catch {}
     const digest = Object.fromEntries(secrets.map(([, f]) => [f, createHash("sha256").update(text[f]).digest("hex")]));
     // The job's tree: a nested repository staged as a gitlink, its fsmonitor set last (the
-    // probe's own git must not run it), and a .sol link to each secret.
+    // probe's own git must not run it), and later a .sol link to each secret.
     const env = { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" };
     const sub = path.join(ws, "sub");
-    const fsmonitor = `${tool("sha256sum")} ${secrets.map(([, f]) => f).join(" ")} > ../${HANDS_SEEN} 2>&1; echo`;
+    const planted = HANDS_LINKS.map((l) => path.relative(sub, path.join(job, l)));
+    const fsmonitor =
+      `${tool("sha256sum")} ${secrets.map(([, f]) => f).join(" ")} > ../${HANDS_SEEN} 2>&1; ` +
+      `${planted.map((l) => `${tool("ln")} -s ${home} ${l} 2>/dev/null; `).join("")}echo`;
+    const ran = (label, r) => unusable(label, r) || (r.code !== 0 ? `exit ${r.code}: ${short(r.err, 80)}` : null);
+    const git = async (cwd, args) => {
+      const r = await run(tool("git"), ["-c", "user.name=c", "-c", "user.email=c@c", ...args], { cwd, env });
+      return r.code === 0 ? null : `cannot plant the job's tree (git ${args[0]}: ${unusable("git", r) || short(r.err, 80)}): nothing proved`;
+    };
     for (const [cwd, args] of [
       [ws, ["init", "-q", "."]],
       [sub, ["init", "-q", "."]],
       [sub, ["commit", "-q", "--allow-empty", "-m", "sub"]],
       [ws, ["add", "sub"]],
-      [sub, ["config", "core.fsmonitor", fsmonitor]],
     ]) {
-      const r = await run(tool("git"), ["-c", "user.name=c", "-c", "user.email=c@c", ...args], { cwd, env });
-      if (r.code !== 0) return { ok: false, detail: `cannot plant the job's tree (git ${args[0]}: ${unusable("git", r) || short(r.err, 80)}): nothing proved` };
+      const why = await git(cwd, args);
+      if (why) return { ok: false, detail: why };
     }
-    const links = secrets.map(([, f], i) => {
-      fs.symlinkSync(f, path.join(ws, `Leak${i}.sol`));
-      return `Leak${i}.sol`;
-    });
-    const ran = (label, r) => unusable(label, r) || (r.code !== 0 ? `exit ${r.code}: ${short(r.err, 80)}` : null);
+    // The worker's first git on the node: its launcher searches for links after it and finds
+    // the node clear, as after a job's run that left none, so it watches no later call.
+    const first = await run(tool("hands_git"), ["status", "--porcelain"], { cwd: ws, env });
+    const fwhy0 = ran("the worker's git", first);
+    if (fwhy0) return { ok: false, detail: `the worker's git (${tool("hands_git")}) did not run (${fwhy0})` };
+    const cwhy = await git(sub, ["config", "core.fsmonitor", fsmonitor]);
+    if (cwhy) return { ok: false, detail: cwhy };
     const bad = [];
     // The worker's git, as the worker runs it after a job.
     const status = await run(tool("hands_git"), ["status", "--porcelain", "--untracked-files=all"], { cwd: ws, env });
@@ -607,8 +618,22 @@ export async function workerHands() {
     if (!seen) return { ok: false, detail: "the nested repository's fsmonitor did not run under the worker's git: nothing proved" };
     const gread = secrets.filter(([, f]) => seen.includes(digest[f])).map(([label]) => label);
     if (gread.length) bad.push(`a job's fsmonitor under the worker's git READ ${gread.join(", ")}`);
-    // The worker's forge, as it formats a job's changed .sol files (its own environment); with
-    // --check, which reads and reports as fmt does but never writes, whatever a link leads to.
+    // A link it left would lead the worker's own reads and writes, outside every jail.
+    const stayed = HANDS_LINKS.filter((l) => {
+      try {
+        return fs.lstatSync(path.join(job, l)).isSymbolicLink();
+      } catch {
+        return false;
+      }
+    });
+    if (stayed.length) bad.push(`a link a job's fsmonitor made under the worker's git STAYED (${stayed.join(", ")})`);
+    // A .sol link to each secret, and the worker's forge as it formats a job's changed .sol
+    // files (its own environment); with --check, which reads and reports as fmt does but never
+    // writes, whatever a link leads to.
+    const links = secrets.map(([, f], i) => {
+      fs.symlinkSync(f, path.join(ws, `Leak${i}.sol`));
+      return `Leak${i}.sol`;
+    });
     const forgeEnv = { PATH: env.PATH, HOME, CI: "1", NO_COLOR: "1", FOUNDRY_OFFLINE: "true" };
     const fmt = await run(tool("hands_forge"), ["fmt", "--check", ...links], { cwd: ws, env: forgeEnv });
     const fwhy = unusable("the worker's forge", fmt);
@@ -626,7 +651,7 @@ export async function workerHands() {
     return {
       ok: true,
       detail:
-        `under the worker's git (${tool("hands_git")}) a job's nested fsmonitor read none of ${secrets.map(([l]) => l).join(", ")}; ` +
+        `under the worker's git (${tool("hands_git")}) a job's nested fsmonitor read none of ${secrets.map(([l]) => l).join(", ")} and left no link; ` +
         `the worker's forge fmt showed none through .sol links; a job's environment holds no tools.env value`,
     };
   } finally {

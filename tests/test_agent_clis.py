@@ -11,13 +11,14 @@ cannot, with breaking twins that remove the file or loosen it.
 from __future__ import annotations
 
 import json
+import shlex
 
 import pytest
 
 from imdbox import names
 from imdbox.check.runner import CLAUDE_SETTINGS, run_check
 from tests.harness import agents as agents_mod
-from tests.harness import boxes
+from tests.harness import boxes, jobs
 from tests.test_check import TEST_TARGETS, jail_with, patched_image, show
 
 # In a parallel run (-n) one worker runs every test of the installed CLIs: one install serves them.
@@ -26,11 +27,12 @@ pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agen
 MANAGED = json.loads((names.REPO_ROOT / "image" / "claude-code" / "managed-settings.json").read_text())
 DEBUG_LOG = "/tmp/claude-debug.log"
 # The real Claude Code, unsigned in: `-p` prints its init line (with "sandbox_enabled")
-# and a "Not logged in" answer, without asking any server. --debug-file keeps the
-# settings it loaded, each source named ("policySettings" is the managed file).
+# and a "Not logged in" answer, without asking any server (nor, OFFLINE, trying to).
+# --debug-file keeps the settings it loaded, each source named ("policySettings" is the
+# managed file).
 CLAUDE_PROBE = (
-    "cd ~ && claude -p hi --output-format stream-json --verbose --debug-file "
-    f"{DEBUG_LOG} </dev/null; echo claude-exit=$?; grep -F policySettings {DEBUG_LOG} || true"
+    f"cd ~ && env {shlex.join(f'{k}={v}' for k, v in jobs.OFFLINE.items())} claude -p hi --output-format stream-json "
+    f"--verbose --debug-file {DEBUG_LOG} </dev/null; echo claude-exit=$?; grep -F policySettings {DEBUG_LOG} || true"
 )
 
 

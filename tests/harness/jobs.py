@@ -61,6 +61,12 @@ SECRETS = {
     "ssh key": f"{HOME}/.ssh/id_ed25519",
 }
 WORKER_ENV = {"NO_COLOR": "1", "ENABLE_CLAUDEAI_MCP_SERVERS": "false"}
+# Not the worker's, the test world's: Claude Code's nonessential traffic (its MCP registry,
+# telemetry, error reports) and Codex's metrics go to servers no test network has, each
+# call waiting out its timeout, and from a box on Docker's bridge they would leave this
+# machine.
+OFFLINE = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+CODEX_OFFLINE = ["-c", "analytics.enabled=false"]
 PROFILES = {
     "default": (
         "Read Write Edit Glob Grep TodoWrite Bash(forge:*) Bash(git status:*) Bash(git diff:*) Bash(ls:*) Bash(cat:*)",
@@ -226,6 +232,7 @@ def play(
     with model(client, image, box, steps) as (port, container):
         env = {
             **WORKER_ENV,
+            **OFFLINE,
             "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
             "ANTHROPIC_API_KEY": STAND_IN_KEY,
             **(env or {}),
@@ -286,7 +293,7 @@ def codex_play(
     with model(client, image, box, commands, CODEX_MODEL_JS) as (port, container):
         env = {"OPENAI_API_KEY": STAND_IN_KEY, **(env or {})}
         *args, _ = codex_argv(cwd, prompt, connected=True)
-        args = [args[0], *codex_provider(port, login_file), *args[1:]]
+        args = [args[0], *codex_provider(port, login_file), *CODEX_OFFLINE, *args[1:]]
         code, out = start_cli(box, cwd, "IDENTITYMD_CODEX_BIN", "codex", args, prompt, [], jailed, env, timeout)
         said = heard(container)
     return Run(code, out, said["result"], (said["prompt"] or [None])[0], (said["login"] or [None])[0])

@@ -586,6 +586,10 @@ export async function workerHands() {
       `${tool("sha256sum")} ${secrets.map(([, f]) => f).join(" ")} > ../${HANDS_SEEN} 2>&1; ` +
       `${planted.map((l) => `${tool("ln")} -s ${home} ${l} 2>/dev/null; `).join("")}echo`;
     const ran = (label, r) => unusable(label, r) || (r.code !== 0 ? `exit ${r.code}: ${short(r.err, 80)}` : null);
+    const workersGit = async (args) => {
+      const why = ran("the worker's git", await run(tool("hands_git"), args, { cwd: ws, env }));
+      return why && `the worker's git (${tool("hands_git")}) did not run (${why})`;
+    };
     const git = async (cwd, args) => {
       const r = await run(tool("git"), ["-c", "user.name=c", "-c", "user.email=c@c", ...args], { cwd, env });
       return r.code === 0 ? null : `cannot plant the job's tree (git ${args[0]}: ${unusable("git", r) || short(r.err, 80)}): nothing proved`;
@@ -601,16 +605,14 @@ export async function workerHands() {
     }
     // The worker's first git on the node: its launcher searches for links after it and finds
     // the node clear, as after a job's run that left none, so it watches no later call.
-    const first = await run(tool("hands_git"), ["status", "--porcelain"], { cwd: ws, env });
-    const fwhy0 = ran("the worker's git", first);
-    if (fwhy0) return { ok: false, detail: `the worker's git (${tool("hands_git")}) did not run (${fwhy0})` };
+    const firstWhy = await workersGit(["status", "--porcelain"]);
+    if (firstWhy) return { ok: false, detail: firstWhy };
     const cwhy = await git(sub, ["config", "core.fsmonitor", fsmonitor]);
     if (cwhy) return { ok: false, detail: cwhy };
     const bad = [];
     // The worker's git, as the worker runs it after a job.
-    const status = await run(tool("hands_git"), ["status", "--porcelain", "--untracked-files=all"], { cwd: ws, env });
-    const gwhy = ran("the worker's git", status);
-    if (gwhy) return { ok: false, detail: `the worker's git (${tool("hands_git")}) did not run (${gwhy})` };
+    const gwhy = await workersGit(["status", "--porcelain", "--untracked-files=all"]);
+    if (gwhy) return { ok: false, detail: gwhy };
     let seen = "";
     try {
       seen = readRegular(path.join(ws, HANDS_SEEN)).toString("utf8");

@@ -71,13 +71,17 @@ def has_browser(docker_client, box_image):
 
 # The lines a job's jail runs again, on its network of its own: each FAILs where no jail runs.
 FROM_A_JOBS_JAIL = set(walls.FROM_A_JOBS_JAIL)
-# A twin's check runs every line but the browser's, the read jail's and those a job's jail
-# runs again, unless its break is theirs: read_jail=True, network=True, or browser=True (every
-# line) for a break of the browser's or one that stops Chromium too. Those are a check's
-# costliest (Chromium in 15 and 16; the jail's pass over the network, first and alone), and
-# some forty twins would prove again what the healthy runs prove.
+# A twin's check runs every line but the browser's, the jail's own (the read jail's and the
+# worker's hands') and those a job's jail runs again, unless its break is theirs:
+# read_jail=True (16 and 23), hands=True (23), network=True, or browser=True (every line) for
+# a break of the browser's or one that stops Chromium too. Those are a check's costliest
+# (Chromium in 15 and 16; the jail's pass over the network, first and alone; the worker's git
+# and forge in 23), and some forty twins would prove again what the healthy runs prove.
+# A twin that runs no network line starts on the internet's network alone, as `box` starts a
+# box: the other networks hold only those lines' targets.
 BUT_THE_BROWSER = [w.id for w in WALLS if w.id != "browser"]
-TWINS_LINES = [w for w in BUT_THE_BROWSER if w != "read_jail" and w not in FROM_A_JOBS_JAIL]
+THE_JAILS = {"read_jail", "worker_hands"}
+TWINS_LINES = [w for w in BUT_THE_BROWSER if w not in THE_JAILS and w not in FROM_A_JOBS_JAIL]
 
 
 @pytest.fixture(scope="module")
@@ -87,18 +91,20 @@ def check(docker_client, box_image, topology, home_volume):
         patch: Optional[dict] = None,
         browser: bool = False,
         read_jail: bool = False,
+        hands: bool = False,
         network: bool = False,
         **kw,
     ) -> Report:
-        more = {"read_jail"} if read_jail else set()
+        more = (THE_JAILS if read_jail else set()) | ({"worker_hands"} if hands else set())
         only = () if browser else TWINS_LINES + sorted(more | (FROM_A_JOBS_JAIL if network else set()))
+        whole_world = browser or network
         with patched_image(docker_client, box_image, patch or {}) as image:
             return run_check(
                 boxes.engine_of(docker_client, image=image, volume=volume or home_volume),
                 image=image,
                 volume=volume or home_volume,
-                networks=topology.network_names,
-                extra_hosts=topology.extra_hosts,
+                networks=topology.network_names if whole_world else [topology.targets["internet"].network],
+                extra_hosts=topology.extra_hosts if whole_world else None,
                 internet_url=topology.url("internet"),
                 targets=kw.pop("targets", TEST_TARGETS),
                 only=only,
@@ -754,7 +760,7 @@ def test_23_the_workers_git_and_forge_outside_the_jail(check, has_browser):
         f"{layout.HANDS_DIR}/{t}": (f'#!/bin/bash\nexec {path} "$@"\n'.encode(), 0o755)
         for t, path in [("git", "/usr/bin/git"), ("forge", "/usr/local/bin/forge")]
     }
-    report = check(patch=plain)
+    report = check(patch=plain, hands=True)
     expect_failed(report, {"worker_hands"}, has_browser)
     detail = report.by_id("worker_hands").detail
     assert "a job's fsmonitor under the worker's git READ the rest of the home" in detail, detail
@@ -771,7 +777,7 @@ def test_23_the_workers_hands_without_their_filter(check, has_browser):
         ('/usr/bin/bwrap "${jail[@]}" --seccomp "$filter" --chdir "$cwd" -- "$program" "$@" <&0 &',
          '/usr/bin/bwrap "${jail[@]}" --chdir "$cwd" -- "$program" "$@" <&0 &'),
     )  # fmt: skip
-    report = check(patch=jail_with(*unfiltered))
+    report = check(patch=jail_with(*unfiltered), hands=True)
     expect_failed(report, {"worker_hands"}, has_browser)
     detail = report.by_id("worker_hands").detail
     assert (

@@ -163,6 +163,7 @@ class Run:
     results: list[dict]  # each tool's result as the model got it, in order
     prompt: Optional[str] = None  # what the model got as the job's prompt
     login: Optional[str] = None  # what Codex signed its requests with (codex_play)
+    seen: tuple[str, ...] = ()  # the watched texts some request to the model held (play's `watch`)
 
     def result(self, step: int, index: int = 0) -> dict:
         """The result of the `index`th tool call of the script's `step`th turn."""
@@ -183,14 +184,16 @@ class Run:
 
 
 @contextlib.contextmanager
-def model(client, image: str, box, steps: list, source: str = MODEL_JS) -> Iterator[tuple[int, object]]:
+def model(
+    client, image: str, box, steps: list, source: str = MODEL_JS, watch: Sequence[str] = ()
+) -> Iterator[tuple[int, object]]:
     """The scripted model on `box`'s loopback (Claude Code's, or Codex's: `source`): its port
-    and its container."""
+    and its container. `watch`: texts Claude Code's model reports when a request holds one."""
     container = client.containers.run(
         image,
         entrypoint=["/usr/local/bin/node", "--input-type=module", "-e", source],
         command=[],
-        environment={"MODEL_SCRIPT": json.dumps({"steps": steps})},
+        environment={"MODEL_SCRIPT": json.dumps({"steps": steps}), "MODEL_WATCH": json.dumps(list(watch))},
         network_mode=f"container:{box.id}",
         user="65534:65534",
         read_only=True,
@@ -224,12 +227,14 @@ def play(
     env: Optional[dict] = None,
     tools: Optional[dict] = None,
     timeout: int = 180,
+    watch: Sequence[str] = (),
 ) -> Run:
     """One run of the real Claude Code in `box` as the worker starts it, the model playing
     `steps`. `jailed=False`: the plain `claude` the worker would run without the box's
-    IDENTITYMD_CLAUDE_BIN (the bench's and the breaking twins' side)."""
+    IDENTITYMD_CLAUDE_BIN (the bench's and the breaking twins' side). `watch`: texts looked
+    for in what Claude Code sends the model (Run.seen)."""
     cwd = cwd or workspace()
-    with model(client, image, box, steps) as (port, container):
+    with model(client, image, box, steps, watch=watch) as (port, container):
         env = {
             **WORKER_ENV,
             **OFFLINE,
@@ -240,7 +245,7 @@ def play(
         flag, _, *rest = argv(prompt, profile, len(steps) + 2, browser, tools)
         code, out = start_cli(box, cwd, "IDENTITYMD_CLAUDE_BIN", "claude", [flag], prompt, rest, jailed, env, timeout)
         said = heard(container)
-    return Run(code, out, said["result"], (said["prompt"] or [None])[0])
+    return Run(code, out, said["result"], (said["prompt"] or [None])[0], seen=tuple(said["seen"]))
 
 
 def start_cli(box, cwd: str, variable: str, cli: str, before: list[str], prompt: str, after: list[str], jailed: bool,
@@ -263,8 +268,9 @@ def start_cli(box, cwd: str, variable: str, cli: str, before: list[str], prompt:
 
 
 def heard(container) -> dict[str, list]:
-    """The scripted model's lines: each tool's result, the job's prompt, Codex's login."""
-    said = {"result": [], "prompt": [], "login": []}
+    """The scripted model's lines: each tool's result, the job's prompt, Codex's login, the
+    watched texts seen."""
+    said = {"result": [], "prompt": [], "login": [], "seen": []}
     for line in container.logs().decode(errors="replace").splitlines():
         kind, _, data = line.partition(" ")
         if kind in said:
@@ -284,16 +290,18 @@ def codex_play(
     env: Optional[dict] = None,
     login_file: bool = False,
     timeout: int = 180,
+    more: Sequence[str] = (),
+    without: Sequence[str] = (),
 ) -> Run:
     """One run of the real Codex in `box` as the worker starts it for a connected code task, the
     scripted model (tests/harness/codex_model.mjs) playing one shell command a turn. Each
     result is {"step", "cmd", "output"}. `jailed=False`: the plain `codex`; `login_file`: Codex
-    signs in with its own login file (codex_provider)."""
+    signs in with its own login file (codex_provider); `more`, `without`: exec's options added, and the worker's left out (a twin's)."""
     cwd = cwd or workspace()
     with model(client, image, box, commands, CODEX_MODEL_JS) as (port, container):
         env = {"OPENAI_API_KEY": STAND_IN_KEY, **(env or {})}
-        *args, _ = codex_argv(cwd, prompt, connected=True)
-        args = [args[0], *codex_provider(port, login_file), *CODEX_OFFLINE, *args[1:]]
+        *args, _ = [a for a in codex_argv(cwd, prompt, connected=True) if a not in without]
+        args = [args[0], *codex_provider(port, login_file), *CODEX_OFFLINE, *more, *args[1:]]
         code, out = start_cli(box, cwd, "IDENTITYMD_CODEX_BIN", "codex", args, prompt, [], jailed, env, timeout)
         said = heard(container)
     return Run(code, out, said["result"], (said["prompt"] or [None])[0], (said["login"] or [None])[0])

@@ -13,6 +13,8 @@
 // block {"text": "..."} or {"tool": "Bash", "input": {...}}. Which turn a request gets is
 // read from the request itself (how many assistant turns its messages hold), so a retry
 // gets the same answer. After the last step the answer is text with stop_reason end_turn.
+// MODEL_WATCH (JSON, optional): texts to look for in every request, the system prompt
+// included; each one found is reported once.
 // A request without tools is one of Claude Code's side calls (WebFetch's reading of a
 // page, a title): its answer is the text it was given, so a page fetched reaches the test.
 //
@@ -20,10 +22,12 @@
 //   listening: model <port>
 //   prompt <json>   the text of the first user message Claude Code sent (the job's prompt)
 //   result <json>   a tool's result: {"step", "tool", "input", "is_error", "text", "images"}
+//   seen <json>     a text of MODEL_WATCH that a request held
 import http from "node:http";
 
 const script = JSON.parse(process.env.MODEL_SCRIPT || '{"steps": []}');
 const port = Number(process.env.MODEL_PORT || 0);
+const watched = new Set(JSON.parse(process.env.MODEL_WATCH || "[]"));
 const toolId = (step, i) => `toolu_imdt_${step}_${i}`;
 const played = new Map(); // tool_use id -> {step, tool, input}
 script.steps.forEach((blocks, step) =>
@@ -119,7 +123,13 @@ const server = http.createServer((req, res) => {
       res.end(JSON.stringify({ type: "error", error: { type: "not_found_error", message: `no ${path} here` } }));
       return;
     }
-    const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    const raw = Buffer.concat(chunks).toString("utf8");
+    const body = JSON.parse(raw);
+    for (const text of watched) {
+      if (!raw.includes(text)) continue;
+      watched.delete(text);
+      console.log(`seen ${JSON.stringify(text)}`);
+    }
     const msg = message(body, turnFor(body));
     if (body.stream) stream(res, msg);
     else {

@@ -15,11 +15,11 @@ import shlex
 
 import pytest
 
-from imdbox import names
+from imdbox import layout, names
 from imdbox.check.runner import CLAUDE_SETTINGS, run_check
 from tests.harness import agents as agents_mod
 from tests.harness import boxes, jobs
-from tests.test_check import TEST_TARGETS, jail_with, patched_image, show
+from tests.test_check import TEST_TARGETS, jail_with, patched_image, script_with, show
 
 # In a parallel run (-n) one worker runs every test of the installed CLIs: one install serves them.
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.XDIST_GROUP)]
@@ -130,14 +130,23 @@ HIDE_WORKSPACE = (
 )
 
 
+# Line 16 where Claude Code is installed: a job's repository names a hook and a helper command
+# in its project settings. The twin (and tests/test_job_repository.py's): the launcher passing
+# the worker's argv on as it is, without its defence.
+UNDEFENDED_LAUNCHER = script_with(
+    "worker/claude", layout.CLAUDE_JAIL, ('exec "$JAIL" claude "$@" "${more[@]}"', 'exec "$JAIL" claude "$@"')
+)
+
+
 @pytest.mark.parametrize(
     "broken",
-    [None, "login-network", "workspace"],
-    ids=["as-a-job-gets-it", "twin-login-read-network-off", "twin-workspace"],
+    [None, "login-network", "workspace", "launcher"],
+    ids=["as-a-job-gets-it", "twin-login-read-network-off", "twin-workspace", "twin-repository-settings"],
 )
-def test_check_line_16_runs_codexs_sandbox_as_a_job_gets_it(docker_client, box_image, topology, agents, broken):
+def test_check_line_16_runs_the_installed_agents_as_a_job_gets_them(docker_client, box_image, topology, agents, broken):
     changes = {"login-network": CODEX_BREAKS, "workspace": HIDE_WORKSPACE}.get(broken, ())
-    with patched_image(docker_client, box_image, jail_with(*changes) if broken else {}) as image:
+    patch = UNDEFENDED_LAUNCHER if broken == "launcher" else jail_with(*changes) if broken else {}
+    with patched_image(docker_client, box_image, patch) as image:
         report = run_check(
             boxes.engine_of(docker_client, image=image, volume=agents),
             image=image,
@@ -157,8 +166,15 @@ def test_check_line_16_runs_codexs_sandbox_as_a_job_gets_it(docker_client, box_i
             "the Codex login included" in r.detail
         ), r.detail
         assert "reaches http://198.51.100.10/ (200)" in r.detail, r.detail
+        assert "on a job's repository, ran neither the hook nor the helper command" in r.detail, r.detail
         return
     assert not r.ok, show(report)
+    if broken == "launcher":
+        assert (
+            "a job's repository made Claude Code run its hook and its helper command, outside its sandbox" in r.detail
+        ), r.detail
+        assert " READ " not in r.detail, r.detail
+        return
     if broken == "workspace":
         assert "Codex's sandbox cannot read the job's own workspace either" in r.detail, r.detail
         assert " READ " not in r.detail, r.detail

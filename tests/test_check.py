@@ -277,6 +277,7 @@ HEALTHY_EVIDENCE = {
         " another job's jail nor from the worker",
         "a command gets http://198.51.100.10/ (200)",
         "Codex is not installed (/home/imd/.npm-global/bin/codex): its sandbox is not proved",
+        "Claude Code is not installed (/home/imd/.npm-global/bin/claude): a repository's settings are not proved",
     ],
     "jailed_root": [
         "unshare -U -r: list, list v6, add a chain, flush: refused",

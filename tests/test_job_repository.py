@@ -17,23 +17,19 @@ import shlex
 
 import pytest
 
-from imdbox import layout
 from imdbox.browser import TOOLS as BROWSER_TOOLS
 from tests.harness import agents as agents_mod
 from tests.harness import boxes, jobs
 from tests.harness.boxes import as_imd
 from tests.harness.jobs import HOME, SECRETS
-from tests.test_check import patched_image, script_with
+from tests.test_agent_clis import UNDEFENDED_LAUNCHER
+from tests.test_check import patched_image
 
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.XDIST_GROUP)]
 
 LOGIN = SECRETS["login"]
 LINK = object()  # a planted file that is a link to the login
 INSTRUCTED = "imdt-instructions-of-the-repository"
-# The launcher without its defence: the worker's argv as the worker gave it.
-UNDEFENDED = script_with(
-    "worker/claude", layout.CLAUDE_JAIL, ('exec "$JAIL" claude "$@" "${more[@]}"', 'exec "$JAIL" claude "$@"')
-)
 EVENTS = [
     "SessionStart", "Setup", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PermissionRequest", "Notification",
     "SubagentStart", "SubagentStop", "PreCompact", "Stop", "SessionEnd",
@@ -163,7 +159,7 @@ CLASSES = {
 def sides(docker_client, box_image, topology, agents):
     """A walled box of the image (defended), and one of the image with the launcher undefended,
     on the installed CLIs' volume."""
-    with patched_image(docker_client, box_image, UNDEFENDED) as twin_image:
+    with patched_image(docker_client, box_image, UNDEFENDED_LAUNCHER) as twin_image:
         made = {}
         try:
             for side, image in (("defended", box_image), ("twin", twin_image)):

@@ -24,7 +24,7 @@ from typing import Callable, Optional
 from urllib.parse import urlsplit
 
 from .. import browser, names, protocol
-from ..layout import CLAUDE_SETTINGS, HANDS_DIR, IP6TABLES, IPTABLES, JAIL, NODE, SANDBOX_RUNTIME
+from ..layout import CLAUDE_JAIL, CLAUDE_SETTINGS, HANDS_DIR, IP6TABLES, IPTABLES, JAIL, NODE, SANDBOX_RUNTIME
 from ..runflags import PIDS_LIMIT, SYSTEM_PATH, RunFlags
 from . import counters
 from .report import Report, Result
@@ -99,6 +99,8 @@ TOOLS = {
     "srt": SANDBOX_RUNTIME,
     # A job's jail (worker/jail): line 16 runs srt, a shell as Claude's own tools, and the browser in it.
     "jail": JAIL,
+    # Claude Code as the worker starts it (worker/claude): line 16 plants a repository's settings for it.
+    "claude": CLAUDE_JAIL,
     # The browser's engine, which line 16 starts in a job's jail.
     "chromium": browser.HEADLESS_SHELL,
     # The git and forge the worker runs on a job's tree (line 23), and what shows a jail's environment.

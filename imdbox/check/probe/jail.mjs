@@ -4,6 +4,7 @@
 import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
+import http from "node:http";
 import path from "node:path";
 import { cfg, tool, HOME, PORT, CONNECT_MS, TOOL_MS, REFUSALS, short, run, unusable } from "./base.mjs";
 import { iptablesAttempts, judgeAttempts } from "./box.mjs";
@@ -21,6 +22,7 @@ export function secretPaths() {
     // Where the jail holds Codex's login for Codex (worker/jail), and Codex itself, when installed.
     codexLogin: path.join(HOME, ".codex", "auth.json"),
     codex: path.join(HOME, ".npm-global", "bin", "codex"),
+    claude: path.join(HOME, ".npm-global", "bin", "claude"),
     deviceKey: path.join(imdDir, "config.json"),
     toolsEnv: path.join(imdDir, "tools.env"),
     workRoot: path.join(imdDir, "work"),
@@ -304,6 +306,45 @@ function startDriver(argv, { cwd, env }) {
   return { preview, runs, stop };
 }
 
+/** A job's repository configuring Claude Code, for line 16: project settings in the workspace
+ * with a hook and a helper command, each of which would leave a file there, and the volume's
+ * Claude Code started on it as the worker starts it (worker/claude). Its model is a stand-in on
+ * the box's loopback that refuses every request, so no request leaves the box and no login is
+ * used. What ran ([] when neither did), and how many requests Claude Code made. */
+async function repositorySettings(workspace) {
+  const dir = fs.mkdtempSync(path.join(workspace, ".imd-box-check-repo-"));
+  const ran = (what) => `echo ran > ${path.join(dir, what)}`;
+  fs.mkdirSync(path.join(dir, ".claude"));
+  const settings = {
+    hooks: { SessionStart: [{ hooks: [{ type: "command", command: ran("hook") }] }] },
+    apiKeyHelper: ran("helper"),
+  };
+  fs.writeFileSync(path.join(dir, ".claude", "settings.json"), JSON.stringify(settings));
+  let asked = 0;
+  const model = http.createServer((q, r) => {
+    asked++;
+    q.resume();
+    r.writeHead(400, { "content-type": "application/json" });
+    r.end(JSON.stringify({ type: "error", error: { type: "invalid_request_error", message: "imd-box check: no model here" } }));
+  });
+  await new Promise((r) => model.listen(0, "127.0.0.1", r));
+  try {
+    const env = {
+      ...process.env,
+      HOME,
+      ANTHROPIC_BASE_URL: `http://127.0.0.1:${model.address().port}`,
+      ANTHROPIC_API_KEY: "imd-box-check",
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+      NO_COLOR: "1",
+    };
+    const r = await run("claude", ["-p", "imd-box check", "--max-turns", "1", "--output-format", "stream-json", "--verbose"], { cwd: dir, env });
+    return { r, asked, ran: ["hook", "helper"].filter((what) => fs.existsSync(path.join(dir, what))) };
+  } finally {
+    model.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 export async function readJail() {
   const claude = claudeSandboxSettings();
   if (claude.why) return { ok: false, detail: claude.why };
@@ -314,7 +355,7 @@ export async function readJail() {
     cleanup(MADE);
     return { ok: false, detail: `cannot set up the test in ${HOME} (${e.code || e}): nothing proved` };
   }
-  let scratch, driver;
+  let scratch, driver, repository;
   try {
     // Control: the worker itself reads each file, so the jail's refusal means something.
     const digest = {};
@@ -336,6 +377,9 @@ export async function readJail() {
     for (const name of ["jail", "srt", "sh", "chromium"]) if (!fs.existsSync(tool(name))) return { ok: false, detail: `${name} is missing from the box` };
     const codexBin = secretPaths().codex;
     const codex = fs.existsSync(codexBin);
+    // A job's repository configures Claude Code, beside the rest (a run of its own).
+    const claudeBin = secretPaths().claude;
+    repository = fs.existsSync(claudeBin) ? repositorySettings(workspace) : null;
     const sb = claude.sandbox;
     // srt refuses Claude's `*` in its own settings: an empty domain list gives the command the
     // network namespace and proxy that worker/bwrap (the bwrapPath) drops, as for Claude's.
@@ -466,6 +510,10 @@ export async function readJail() {
     const codexNet = (seen["Codex's sandbox in the job's jail"] || {})["net:internet"];
     if ("Codex's sandbox in the job's jail" in seen && !/^\d+$/.test(codexNet))
       bad.push(`a command in Codex's sandbox cannot reach ${cfg.internet_url} (${short(codexNet || "no answer", 60)})`);
+    const repo = repository && (await repository);
+    if (repo && repo.ran.length)
+      bad.push(`a job's repository made Claude Code run its ${repo.ran.map((w) => (w === "hook" ? "hook" : "helper command")).join(" and its ")}, outside its sandbox in the jail that holds the login (project settings)`);
+    else if (repo && !repo.asked) bad.push(`Claude Code (${claudeBin}) did not start on a job's repository (exit ${repo.r.code}): ${short(repo.r.err || repo.r.out, 160)}`);
     if (bad.length) return { ok: false, detail: bad.join("; ") };
     const labels = secrets.map(([l]) => l);
     return {
@@ -479,10 +527,14 @@ export async function readJail() {
         `${cfg.internet_url} (${net}); ` +
         (codex
           ? `Codex's sandbox (the volume's codex, as the jail asks for it for a job) reads none of them, the Codex login included, reads the workspace, and reaches ${cfg.internet_url} (${codexNet})`
-          : `Codex is not installed (${codexBin}): its sandbox is not proved`),
+          : `Codex is not installed (${codexBin}): its sandbox is not proved`) +
+        (repository
+          ? `; Claude Code, started as the worker starts it on a job's repository, ran neither the hook nor the helper command its project settings name`
+          : `; Claude Code is not installed (${claudeBin}): a repository's settings are not proved`),
     };
   } finally {
     if (driver) await driver.stop();
+    if (repository) await repository.catch(() => {});
     if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
     cleanup(MADE);
   }

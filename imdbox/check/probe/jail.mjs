@@ -513,7 +513,6 @@ export async function readJail() {
     const repo = repository && (await repository);
     if (repo && repo.ran.length)
       bad.push(`a job's repository made Claude Code run its ${repo.ran.map((w) => (w === "hook" ? "hook" : "helper command")).join(" and its ")}, outside its sandbox in the jail that holds the login (project settings)`);
-    else if (repo && !repo.asked) bad.push(`Claude Code (${claudeBin}) did not start on a job's repository (exit ${repo.r.code}): ${short(repo.r.err || repo.r.out, 160)}`);
     if (bad.length) return { ok: false, detail: bad.join("; ") };
     const labels = secrets.map(([l]) => l);
     return {
@@ -528,9 +527,11 @@ export async function readJail() {
         (codex
           ? `Codex's sandbox (the volume's codex, as the jail asks for it for a job) reads none of them, the Codex login included, reads the workspace, and reaches ${cfg.internet_url} (${codexNet})`
           : `Codex is not installed (${codexBin}): its sandbox is not proved`) +
-        (repository
-          ? `; Claude Code, started as the worker starts it on a job's repository, ran neither the hook nor the helper command its project settings name`
-          : `; Claude Code is not installed (${claudeBin}): a repository's settings are not proved`),
+        (!repo
+          ? `; Claude Code is not installed (${claudeBin}): a repository's settings are not proved`
+          : repo.asked
+            ? `; Claude Code, started as the worker starts it on a job's repository, ran neither the hook nor the helper command its project settings name`
+            : `; Claude Code (${claudeBin}) never asked its model (exit ${repo.r.code}: ${short(repo.r.err || repo.r.out, 80)}): a repository's settings are not proved`),
     };
   } finally {
     if (driver) await driver.stop();

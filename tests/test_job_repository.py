@@ -6,8 +6,10 @@ what Claude Code would take from it is planted in a workspace, as the clone leav
 real Claude Code runs a job there as the worker starts it (tests/harness/jobs.py), the scripted
 model playing the job's calls. Every command the repository names would copy the Claude login
 into the workspace (which the worker bundles and sends on); what reaches the model is watched
-for the login too. The breaking twin of each class: the same repository and job with the
-launcher as it was before its defence (worker/claude passing the worker's argv on as it is).
+for the login too. Each class runs twice: with the box's launcher, and with the launcher
+without its defence (worker/claude passing the worker's argv on as it is). There a class the
+launcher alone holds reads the login (the breaking twin); the others, held by another wall as
+measured, read nothing either, and HELD_WITHOUT_THE_LAUNCHER names that wall.
 """
 
 from __future__ import annotations

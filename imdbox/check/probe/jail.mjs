@@ -312,7 +312,11 @@ function startDriver(argv, { cwd, env }) {
  * the box's loopback that refuses every request, so no request leaves the box and no login is
  * used. What ran ([] when neither did), and how many requests Claude Code made. */
 async function repositorySettings(workspace) {
-  const dir = fs.mkdtempSync(path.join(workspace, ".imd-box-check-repo-"));
+  // One name for every check, and no transcript kept: the jail makes Claude Code a folder of
+  // transcripts in the home for each working directory, which would pile up, one a check.
+  const dir = path.join(workspace, ".imd-box-check-repo");
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir);
   const ran = (what) => `echo ran > ${path.join(dir, what)}`;
   fs.mkdirSync(path.join(dir, ".claude"));
   const settings = {
@@ -337,7 +341,7 @@ async function repositorySettings(workspace) {
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
       NO_COLOR: "1",
     };
-    const r = await run("claude", ["-p", "imd-box check", "--max-turns", "1", "--output-format", "stream-json", "--verbose"], { cwd: dir, env });
+    const r = await run("claude", ["-p", "imd-box check", "--max-turns", "1", "--output-format", "stream-json", "--verbose", "--no-session-persistence"], { cwd: dir, env });
     return { r, asked, ran: ["hook", "helper"].filter((what) => fs.existsSync(path.join(dir, what))) };
   } finally {
     model.close();

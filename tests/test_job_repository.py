@@ -218,7 +218,7 @@ def test_a_jobs_repository_runs_nothing_outside_the_sandbox(docker_client, sides
         run = jobs.play(docker_client, image, box, steps, cwd=space, browser=BROWSER_TOOLS, watch=[login, INSTRUCTED])
     finally:
         as_imd(box, f"rm -f {owner}")
-    code, out = as_imd(box, f"cd {space} && cat owner-hook && grep -l {login} leak-* 2>/dev/null")
+    _, out = as_imd(box, f"cd {space} && cat owner-hook && grep -l {login} leak-* 2>/dev/null")
     read = {
         "files": out.split()[1:],
         "model": login in run.seen,

@@ -290,18 +290,16 @@ def codex_play(
     env: Optional[dict] = None,
     login_file: bool = False,
     timeout: int = 180,
-    more: Sequence[str] = (),
-    without: Sequence[str] = (),
 ) -> Run:
     """One run of the real Codex in `box` as the worker starts it for a connected code task, the
     scripted model (tests/harness/codex_model.mjs) playing one shell command a turn. Each
     result is {"step", "cmd", "output"}. `jailed=False`: the plain `codex`; `login_file`: Codex
-    signs in with its own login file (codex_provider); `more`, `without`: exec's options added, and the worker's left out (a twin's)."""
+    signs in with its own login file (codex_provider)."""
     cwd = cwd or workspace()
     with model(client, image, box, commands, CODEX_MODEL_JS) as (port, container):
         env = {"OPENAI_API_KEY": STAND_IN_KEY, **(env or {})}
-        *args, _ = [a for a in codex_argv(cwd, prompt, connected=True) if a not in without]
-        args = [args[0], *codex_provider(port, login_file), *CODEX_OFFLINE, *more, *args[1:]]
+        *args, _ = codex_argv(cwd, prompt, connected=True)
+        args = [args[0], *codex_provider(port, login_file), *CODEX_OFFLINE, *args[1:]]
         code, out = start_cli(box, cwd, "IDENTITYMD_CODEX_BIN", "codex", args, prompt, [], jailed, env, timeout)
         said = heard(container)
     return Run(code, out, said["result"], (said["prompt"] or [None])[0], (said["login"] or [None])[0])

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+import uuid
 from pathlib import Path
 
 import pytest
@@ -250,3 +251,51 @@ def test_a_tool_gets_its_key_and_the_job_does_not(docker_client, box_image, box,
     assert "looked" in run.result(1)["text"], str(run)
     # The breaking twin: without the jail, the job's own command reads it in its environment.
     assert (marks["tool key"] in run.result(1)["text"]) is not jailed, str(run)
+
+
+CAMPAIGN_PORT = 19418  # git's daemon, on the box's loopback
+
+
+@pytest.fixture(scope="module")
+def origin(box):
+    return hands.campaign_origin(box, CAMPAIGN_PORT)
+
+
+@pytest.mark.parametrize("defended", [True, False], ids=["through-the-hands", "without-them"])
+def test_a_fuzz_campaign_clones_builds_and_fuzzes_in_the_workers_tmpdir(box, origin, defended):
+    # Its clone runs from os.tmpdir() into a folder there: the hands hold that folder for it.
+    url, base = origin
+    code, out = hands.campaign(box, url, base, defended=defended)
+    assert code == 0, out
+    assert "[PASS] testFuzz_prop_sum(uint8) (runs: 64" in out, out
+    folder = out.split("folder ", 1)[1].split()[0]
+    assert as_imd(box, f"ls -d {folder}")[0] != 0, out  # removed, as the worker removes it
+
+
+@pytest.mark.parametrize("defended", [True, False], ids=["through-the-hands", "twin-without-them"])
+def test_a_campaign_cannot_clone_another_jobs_workspace(box, marks, defended):
+    # The campaign's repoUrl is any URL: one that names another job's workspace on the box.
+    other = f"{WORK_ROOT}/{uuid.uuid4()}/{uuid.uuid4()}"
+    script = f"""set -e
+mkdir -p {other} && cd {other} && /usr/bin/git init -q -b main . && echo {marks["sibling node"]} > notes
+/usr/bin/git add -A && /usr/bin/git -c user.name=t -c user.email=t@t commit -qm other && /usr/bin/git rev-parse HEAD"""
+    code, out = as_imd(box, script)
+    assert code == 0, out
+    code, out = hands.campaign(box, f"file://{other}", out.strip(), defended=defended)
+    if defended:
+        assert code == 1 and "does not appear to be a git repository" in out, out
+    else:
+        # The clone and checkout read the other job's work (forge then finds no contract).
+        assert code not in (1, 2), out
+
+
+@pytest.mark.parametrize("tool", ["git", "forge"])
+def test_the_hands_say_so_where_they_would_lose_the_work(box, tool):
+    # In box shell (the worker's PATH) a call outside a job's folder would work in a throwaway
+    # home: it is not made, in one line; the version probes the worker makes anywhere still run.
+    args = "init proj" if tool == "git" else "build"
+    code, out = as_imd(box, f"cd {HOME} && {tool} {args}; echo exit=$?; ls -d {HOME}/proj; {tool} --version")
+    assert f"imd-box: {tool} was not started: {HOME} is no folder the box keeps for the worker's {tool}" in out, out
+    assert "in box shell, run /usr/" in out and "exit=70" in out, out
+    assert "Initialized" not in out and "No such file or directory" in out, out  # nothing claimed that is not there
+    assert ("git version" if tool == "git" else "forge Version") in out, out

@@ -92,3 +92,61 @@ def worker_steps(box, phase: str, space: str, spec: dict, *, defended: bool) -> 
     code, out = as_imd(box, script, timeout=240)
     assert code == 0 and "\nsent " in f"\n{out}", out
     return json.loads(out.split("sent ", 1)[1].splitlines()[0])
+
+
+# A fuzz campaign as the released worker runs it (dist/cli.js fd511610, executeCampaign): a
+# folder of its own in os.tmpdir(), a clone into it from os.tmpdir() itself (git with the
+# worker's environment, no global or system config), the base checked out, forge's preflight and
+# build, the campaign's test written beside the harness in test/, forge's fuzz run (forge with
+# the scrubbed environment, offline), and the folder removed. $1: the repository's URL, $2 the
+# base commit. Prints forge's output and the folder's path; exits as the first step that failed.
+CAMPAIGN_SH = """set -u
+d=$(mktemp -d "${TMPDIR:-/tmp}/imd-campaign-XXXXXX") && echo "folder $d" || exit 9
+trap 'rm -rf "$d"' EXIT
+cd "${TMPDIR:-/tmp}" && GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null \\
+  git clone --no-checkout --filter=blob:none "$1" "$d" 2>&1 || exit 1
+cd "$d" && GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git checkout --detach "$2" 2>&1 || exit 2
+forge_() { env -i PATH="$PATH" HOME="$HOME" TMPDIR="${TMPDIR:-/tmp}" CI=1 NO_COLOR=1 FOUNDRY_OFFLINE=true forge "$@"; }
+forge_ config --json >/dev/null 2>&1 || exit 3
+forge_ build --offline 2>&1 || exit 4
+printf '%s\\n' '// SPDX-License-Identifier: MIT' 'pragma solidity ^0.8.0;' 'import {H} from "./H.sol";' \\
+  'contract ImdFuzzCampaign { H harness = new H(); function testFuzz_prop_sum(uint8 a0) public { harness.prop_sum(a0); } }' \\
+  > test/ImdFuzzCampaign.t.sol || exit 5
+forge_ test --offline --match-contract ImdFuzzCampaign --fuzz-runs 64 --fuzz-seed 0x1 2>&1 || exit 6
+"""
+# The harness a campaign fuzzes: a prop_ function with an input, in test/ beside the test the worker writes.
+HARNESS_SOL = """// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.20;
+
+contract H {
+    function prop_sum(uint8 a) public pure {
+        require(uint256(a) + 1 > a, "sum");
+    }
+}
+"""
+
+
+def campaign_origin(box, port: int) -> tuple[str, str]:
+    """A campaign's repository, served by git's own daemon on the box's loopback (the test world
+    has no forge host): its URL and base commit. The daemon ends with the box."""
+    base = f"/tmp/imdt-origin-{uuid.uuid4().hex[:8]}"
+    script = f"""set -e
+g=$(mktemp -d) && cd $g && /usr/bin/git init -q -b main .
+mkdir src test && printf %s {shlex.quote(COUNTER_SOL)} > src/Counter.sol
+printf %s {shlex.quote(HARNESS_SOL)} > test/H.sol
+printf '[profile.default]\\nsrc = "src"\\n' > foundry.toml
+/usr/bin/git add -A && /usr/bin/git -c user.name=t -c user.email=t@t commit -qm base
+/usr/bin/git clone -q --bare $g {base}/repo.git && /usr/bin/git rev-parse HEAD && cd / && rm -rf $g
+PATH=/usr/bin:/bin setsid nohup /usr/bin/git daemon --reuseaddr --export-all --base-path={base} --listen=127.0.0.1 \\
+  --port={port} >{base}/daemon.log 2>&1 < /dev/null &
+for _ in $(seq 1 50); do /usr/bin/git ls-remote git://127.0.0.1:{port}/repo.git >/dev/null 2>&1 && exit 0; sleep 0.1; done
+cat {base}/daemon.log; exit 1"""
+    code, out = as_imd(box, script)
+    assert code == 0, out
+    return f"git://127.0.0.1:{port}/repo.git", out.strip().splitlines()[0]
+
+
+def campaign(box, url: str, base: str, *, defended: bool) -> tuple[int, str]:
+    """The worker's campaign steps in the box, through its hands (`defended=False`, without them)."""
+    path = "" if defended else f"PATH=${{PATH#{HANDS_DIR}:}} "
+    return as_imd(box, f"{path}bash -c {shlex.quote(CAMPAIGN_SH)} campaign {shlex.quote(url)} {base}", timeout=240)

@@ -25,7 +25,7 @@ from tests.harness import boxes, jobs
 from tests.harness.boxes import as_imd
 from tests.harness.jobs import HOME, SECRETS, WORK_ROOT
 from tests.test_agent_clis import managed_with
-from tests.test_check import patched_image
+from tests.test_check import jail_with, patched_image
 
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.XDIST_GROUP)]
 
@@ -437,3 +437,50 @@ def test_a_contract_job_runs_forge_in_its_workspace(docker_client, box_image, bo
         str(run)
     )
     assert '"src":"src"' in run.result(3)["text"].replace(" ", ""), str(run)
+
+
+# A site as real jobs keep it: Vite with its defaults, whose preview listens on `localhost`.
+VITE_PACKAGE = (
+    '{"name": "site", "private": true, "type": "module", "scripts": {"build": "vite build", "preview": "vite preview"}}'
+)
+VITE_PAGE = "<!doctype html><html><head><title>imdt-vite</title></head><body><h1>built by vite</h1></body></html>"
+VITE_FETCH = "for _ in $(seq 1 150); do curl -sf -m 2 {url} && break; sleep 0.2; done"
+
+
+def test_a_vite_site_with_its_defaults_is_reached_at_127_0_0_1_and_at_localhost(docker_client, box_image, web_box):
+    steps = [
+        [jobs.tool("Write", file_path="package.json", content=VITE_PACKAGE)],
+        [jobs.tool("Write", file_path="index.html", content=VITE_PAGE)],
+        [jobs.bash("npm install vite@7 --no-audit --no-fund --no-update-notifier 2>&1 | tail -3", timeout=240000)],
+        [jobs.bash("npm run build 2>&1 | tail -5 && cat dist/index.html")],
+        # Its own end, so that Claude Code's run (which waits for its background tasks) ends too.
+        [jobs.bash("timeout 60 npm run preview", run_in_background=True)],
+        [jobs.bash(VITE_FETCH.format(url="http://127.0.0.1:4173/"))],
+        [jobs.bash(VITE_FETCH.format(url="http://localhost:4173/"))],
+        [jobs.tool("mcp__browser__browser_navigate", url="http://127.0.0.1:4173/")],
+        [jobs.tool("mcp__browser__browser_navigate", url="http://localhost:4173/")],
+        [jobs.bash("pkill -f 'vite preview'; echo stopped")],
+    ]
+    run = jobs.play(docker_client, box_image, web_box, steps, browser=BROWSER_TOOLS, timeout=420)
+    assert run.code == 0 and run.final["subtype"] == "success", str(run)
+    assert "<title>imdt-vite</title>" in run.result(3)["text"], str(run)
+    for step in (5, 6):  # the next command, at 127.0.0.1 and at localhost
+        assert "<title>imdt-vite</title>" in run.result(step)["text"], str(run)
+    for step in (7, 8):  # and the browser
+        assert "Page Title: imdt-vite" in run.result(step)["text"], str(run)
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["jailed", "twin-box-hosts"])
+def test_localhost_is_127_0_0_1_in_a_jobs_network(docker_client, box_image, topology, agents, broken):
+    # What Vite's preview listens on when a site keeps its defaults (Node's lookup of
+    # `localhost`). The twin: the box's own hosts file in the jail, whose ::1 is `localhost` too.
+    patch = jail_with(('jail+=(--ro-bind-data "$known" /etc/hosts)', ":")) if broken else {}
+    lookup = "node -e \"require('dns').lookup('localhost', (e, a) => console.log('localhost=' + a))\""
+    with patched_image(docker_client, box_image, patch) as image:
+        box = boxes.start_walled(docker_client, image, topology, volume=agents)
+        try:
+            run = jobs.play(docker_client, image, box, [[jobs.bash(lookup)]])
+        finally:
+            box.remove(force=True)
+    assert run.code == 0, str(run)
+    assert f"localhost={'::1' if broken else '127.0.0.1'}" in run.result(0)["text"], str(run)

@@ -234,6 +234,14 @@ def test_a_research_job_fetches_the_internet_and_sees_no_workspace(docker_client
     assert leaked(run, marks) == {}, str(run)
 
 
+def test_the_doctors_smoke_run_gets_its_answer(docker_client, box_image, box, marks):
+    # `imd doctor` runs one prompt on each installed runtime, one turn, the default tool lists,
+    # in a folder of its own in the work root (dist/cli.js fd511610).
+    space = f"{WORK_ROOT}/doctor-{uuid.uuid4().hex[:6]}"
+    run = jobs.play(docker_client, box_image, box, [[{"text": "ok"}]], profile="default", cwd=space)
+    assert run.code == 0 and run.final["subtype"] == "success" and run.final["result"] == "ok", str(run)
+
+
 def test_a_connected_jobs_commands_reach_the_internet(docker_client, box_image, box, topology, marks):
     steps = [[jobs.bash(f"curl -sS -m 5 {topology.url('internet')}")]]
     run = jobs.play(docker_client, box_image, box, steps)

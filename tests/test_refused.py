@@ -31,7 +31,8 @@ ATTEMPTS = {
 
 
 # From a job's jail, on its network of its own, the same attempts leave through pasta's sockets
-# in the box: the same walls refuse them, and count them.
+# in the box: the same walls refuse them, and count them. But IPv6: a job's network has none
+# beyond its loopback, so that attempt fails in the jail and nothing reaches the firewall.
 IN_A_JOBS_JAIL = f"mkdir -p {WORK_ROOT}/imdt-job/node && cd {WORK_ROOT}/imdt-job/node && exec {layout.JAIL} claude --program /bin/sh -c "
 
 
@@ -46,7 +47,10 @@ def test_each_wall_counts_the_attempts_it_refused(docker_client, box_image, topo
             code, out = boxes.run(box, [*AS_IMD, "/bin/sh", "-c", command], user="root")
             assert code != 0 or wall == "multicast/broadcast", (wall, out)  # refused
             after = refused.read(box)
-            assert after[wall] >= before[wall] + 1, (wall, before, after, out)
+            if where != "the box" and wall == "IPv6":
+                assert "after 0 ms" in out and after == before, (out, before, after)
+            else:
+                assert after[wall] >= before[wall] + 1, (wall, before, after, out)
             before = after
     finally:
         box.remove(force=True)

@@ -273,20 +273,72 @@ def test_a_fuzz_campaign_clones_builds_and_fuzzes_in_the_workers_tmpdir(box, ori
 
 
 @pytest.mark.parametrize("defended", [True, False], ids=["through-the-hands", "twin-without-them"])
-def test_a_campaign_cannot_clone_another_jobs_workspace(box, marks, defended):
-    # The campaign's repoUrl is any URL: one that names another job's workspace on the box.
-    other = f"{WORK_ROOT}/{uuid.uuid4()}/{uuid.uuid4()}"
+@pytest.mark.parametrize("where", ["another job's workspace", "the home"])
+def test_a_campaign_cannot_clone_another_jobs_workspace_or_the_home(box, marks, defended, where):
+    # The campaign's repoUrl is any URL: one that names a repository elsewhere in the box's home.
+    other = f"{WORK_ROOT}/{uuid.uuid4()}/{uuid.uuid4()}" if where != "the home" else f"{HOME}/imdt-{uuid.uuid4()}"
     script = f"""set -e
 mkdir -p {other} && cd {other} && /usr/bin/git init -q -b main . && echo {marks["sibling node"]} > notes
 /usr/bin/git add -A && /usr/bin/git -c user.name=t -c user.email=t@t commit -qm other && /usr/bin/git rev-parse HEAD"""
     code, out = as_imd(box, script)
     assert code == 0, out
-    code, out = hands.campaign(box, f"file://{other}", out.strip(), defended=defended)
+    try:
+        code, out = hands.campaign(box, f"file://{other}", out.strip(), defended=defended)
+    finally:
+        as_imd(box, f"rm -rf {other}")
     if defended:
         assert code == 1 and "does not appear to be a git repository" in out, out
     else:
-        # The clone and checkout read the other job's work (forge then finds no contract).
+        # The clone and checkout read it (forge then finds no contract).
         assert code not in (1, 2), out
+
+
+# A campaign's tree is the poster's, as a code task's is: a committed link for forge to read
+# through, and one where the worker writes its test (test/), for the worker's own write to
+# follow. (A tree that comes by a clone brings no git config: a nested repository's fsmonitor,
+# hooks and filters are a code task's, where the job's agent plants them.)
+READS_TREE = f"ln -s {DEVICE_KEY} src/Leak.sol"
+WRITES_TREE = f"rm -rf test && ln -s {OTHER} test"
+
+
+@pytest.fixture(scope="module")
+def hostile_origins(box):
+    return {
+        "reads": hands.campaign_origin(box, CAMPAIGN_PORT + 1, READS_TREE),
+        "writes": hands.campaign_origin(box, CAMPAIGN_PORT + 2, WRITES_TREE),
+    }
+
+
+@pytest.mark.parametrize("defended", [True, False], ids=["through-the-hands", "twin-without-them"])
+def test_a_hostile_campaign_tree_reads_nothing_of_the_home(box, marks, hostile_origins, defended):
+    code, out = hands.campaign(box, *hostile_origins["reads"], defended=defended)
+    leaked = found(out, marks)
+    if defended:
+        assert code == 4 and leaked == set(), out  # forge found no contract it could read there
+    else:
+        assert leaked == {"device key"}, out  # the build's error quotes it
+
+
+@pytest.mark.parametrize("defended", [True, False], ids=["through-the-hands", "twin-without-them"])
+def test_a_hostile_campaign_tree_writes_nothing_into_another_job(box, marks, hostile_origins, defended):
+    code, out = hands.campaign(box, *hostile_origins["writes"], defended=defended)
+    _, there = as_imd(box, f"ls {OTHER}; rm -f {OTHER}/ImdFuzzCampaign.t.sol")
+    if defended:
+        # The link checked out as a plain file: the worker's write finds no folder there.
+        assert code == 5 and "ImdFuzzCampaign.t.sol" not in there, (out, there)
+    else:
+        assert "ImdFuzzCampaign.t.sol" in there, (out, there)
+
+
+@pytest.mark.parametrize("defended", [True, False], ids=["through-the-hands", "twin-without-them"])
+def test_a_campaigns_project_path_out_of_its_folder_starts_no_forge(box, origin, defended):
+    # projectPath is joined to the campaign's folder unchecked: '..' leads forge to the home.
+    url, base = origin
+    code, out = hands.campaign(box, url, base, defended=defended, project="../../home/imd")
+    if defended:
+        assert code == 3 and f"imd-box: forge was not started: {HOME} is no folder the box keeps" in out, out
+    else:
+        assert code != 3, out  # forge's preflight ran in the home
 
 
 @pytest.mark.parametrize("tool", ["git", "forge"])

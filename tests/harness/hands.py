@@ -99,15 +99,18 @@ def worker_steps(box, phase: str, space: str, spec: dict, *, defended: bool) -> 
 # worker's environment, no global or system config), the base checked out, forge's preflight and
 # build, the campaign's test written beside the harness in test/, forge's fuzz run (forge with
 # the scrubbed environment, offline), and the folder removed. $1: the repository's URL, $2 the
-# base commit. Prints forge's output and the folder's path; exits as the first step that failed.
+# base commit, $3 the task's projectPath, joined to the folder unchecked (forge runs there, and
+# the test is written under it, its test/ not made first). Prints forge's output and the
+# folder's path; exits as the first step that failed.
 CAMPAIGN_SH = """set -u
 d=$(mktemp -d "${TMPDIR:-/tmp}/imd-campaign-XXXXXX") && echo "folder $d" || exit 9
 trap 'rm -rf "$d"' EXIT
 cd "${TMPDIR:-/tmp}" && GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null \\
   git clone --no-checkout --filter=blob:none "$1" "$d" 2>&1 || exit 1
 cd "$d" && GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git checkout --detach "$2" 2>&1 || exit 2
+cd "$d/${3:-.}" || exit 2
 forge_() { env -i PATH="$PATH" HOME="$HOME" TMPDIR="${TMPDIR:-/tmp}" CI=1 NO_COLOR=1 FOUNDRY_OFFLINE=true forge "$@"; }
-forge_ config --json >/dev/null 2>&1 || exit 3
+forge_ config --json >/dev/null || exit 3
 forge_ build --offline 2>&1 || exit 4
 printf '%s\\n' '// SPDX-License-Identifier: MIT' 'pragma solidity ^0.8.0;' 'import {H} from "./H.sol";' \\
   'contract ImdFuzzCampaign { H harness = new H(); function testFuzz_prop_sum(uint8 a0) public { harness.prop_sum(a0); } }' \\
@@ -126,15 +129,17 @@ contract H {
 """
 
 
-def campaign_origin(box, port: int) -> tuple[str, str]:
+def campaign_origin(box, port: int, tree: str = ":") -> tuple[str, str]:
     """A campaign's repository, served by git's own daemon on the box's loopback (the test world
-    has no forge host): its URL and base commit. The daemon ends with the box."""
+    has no forge host): its URL and base commit. The daemon ends with the box. `tree`: shell run
+    in the tree before its commit (what a hostile poster adds)."""
     base = f"/tmp/imdt-origin-{uuid.uuid4().hex[:8]}"
     script = f"""set -e
 g=$(mktemp -d) && cd $g && /usr/bin/git init -q -b main .
 mkdir src test && printf %s {shlex.quote(COUNTER_SOL)} > src/Counter.sol
 printf %s {shlex.quote(HARNESS_SOL)} > test/H.sol
 printf '[profile.default]\\nsrc = "src"\\n' > foundry.toml
+{tree}
 /usr/bin/git add -A && /usr/bin/git -c user.name=t -c user.email=t@t commit -qm base
 /usr/bin/git clone -q --bare $g {base}/repo.git && /usr/bin/git rev-parse HEAD && cd / && rm -rf $g
 PATH=/usr/bin:/bin setsid nohup /usr/bin/git daemon --reuseaddr --export-all --base-path={base} --listen=127.0.0.1 \\
@@ -146,7 +151,8 @@ cat {base}/daemon.log; exit 1"""
     return f"git://127.0.0.1:{port}/repo.git", out.strip().splitlines()[0]
 
 
-def campaign(box, url: str, base: str, *, defended: bool) -> tuple[int, str]:
+def campaign(box, url: str, base: str, *, defended: bool, project: str = ".") -> tuple[int, str]:
     """The worker's campaign steps in the box, through its hands (`defended=False`, without them)."""
     path = "" if defended else f"PATH=${{PATH#{HANDS_DIR}:}} "
-    return as_imd(box, f"{path}bash -c {shlex.quote(CAMPAIGN_SH)} campaign {shlex.quote(url)} {base}", timeout=240)
+    args = " ".join(map(shlex.quote, (url, base, project)))
+    return as_imd(box, f"{path}bash -c {shlex.quote(CAMPAIGN_SH)} campaign {args}", timeout=240)

@@ -8,6 +8,7 @@ import json
 import shlex
 import uuid
 from pathlib import Path
+from typing import Optional
 
 from imdbox.layout import HANDS_DIR
 from tests.harness.boxes import as_imd
@@ -57,21 +58,32 @@ def install_solc(box) -> None:
     assert code == 0, out
 
 
-def code_task(box, *, committed_link: bool) -> tuple[str, dict]:
-    """A contract and its test's origin, a bundle in its job's folder (where the worker's jail can clone
-    it from, as it fetches the bundles the network sends), optionally with a committed link
-    `.imd` to the worker's code folder: the node's workspace, and the task (origin, base
-    commit, one read)."""
+def files_script(files: dict[str, str]) -> str:
+    """Shell that writes each file (path -> text) in the current folder, its folder made first."""
+    return "\n".join(
+        f"mkdir -p $(dirname {shlex.quote(p)}) && printf %s {shlex.quote(t)} > {shlex.quote(p)}"
+        for p, t in files.items()
+    )
+
+
+COUNTER = {
+    "src/Counter.sol": COUNTER_SOL,
+    "test/Counter.t.sol": COUNTER_TEST_SOL,
+    "foundry.toml": '[profile.default]\nsrc = "src"\n',
+}
+
+
+def origin_task(box, files: dict[str, str], *, also: str = ":") -> tuple[str, dict]:
+    """A task's origin of `files` (and what the shell `also` adds), a bundle in its job's folder
+    (where the worker's jail can clone it from, as it fetches the bundles the network sends):
+    the node's workspace, and the task (origin, base commit, one read)."""
     job = f"{WORK_ROOT}/{uuid.uuid4()}"
     space = f"{job}/{uuid.uuid4()}"
     origin = f"{job}/origin.bundle"
-    link = f"ln -s {HOME}/.npm-global .imd" if committed_link else ":"
     script = f"""set -e
 mkdir -p {space} && g=$(mktemp -d) && cd $g && /usr/bin/git init -q -b main .
-mkdir src test && printf %s {shlex.quote(COUNTER_SOL)} > src/Counter.sol
-printf %s {shlex.quote(COUNTER_TEST_SOL)} > test/Counter.t.sol
-printf '[profile.default]\\nsrc = "src"\\n' > foundry.toml
-{link}
+{files_script(files)}
+{also}
 /usr/bin/git add -A && /usr/bin/git -c user.name=t -c user.email=t@t commit -qm base
 /usr/bin/git bundle create -q {origin} main && /usr/bin/git rev-parse HEAD && rm -rf $g"""
     code, out = as_imd(box, script)
@@ -79,14 +91,45 @@ printf '[profile.default]\\nsrc = "src"\\n' > foundry.toml
     return space, {"repo": origin, "base": out.strip().splitlines()[-1], "reads": {".imd/reads/brief.md": "the brief"}}
 
 
-def worker_steps(box, phase: str, space: str, spec: dict, *, defended: bool) -> dict:
-    """The stand-in worker's steps ("before" or "after" the agent), as the worker runs them in
-    the box: its PATH (the box's hands first; `defended=False`, without them), its environment.
-    What it would send."""
+def code_task(box, *, committed_link: bool) -> tuple[str, dict]:
+    """A contract and its test's origin, optionally with a committed link `.imd` to the
+    worker's code folder: the node's workspace, and the task."""
+    return origin_task(box, COUNTER, also=f"ln -s {HOME}/.npm-global .imd" if committed_link else ":")
+
+
+def net_bundle(box, spec: dict, files: dict[str, str]) -> str:
+    """A bundle as the network sends a node's accepted work: one commit on the task's base that
+    writes `files`, as `<base>..main`, in a folder of the network's own. Its path."""
+    out = f"/tmp/imdt-net-{uuid.uuid4().hex}.bundle"
+    script = f"""set -e
+g=$(mktemp -d) && /usr/bin/git clone -q {spec["repo"]} $g && cd $g && /usr/bin/git checkout -q -B main {spec["base"]}
+{files_script(files)}
+/usr/bin/git add -A && /usr/bin/git -c user.name=n -c user.email=n@n commit -qm accepted
+/usr/bin/git bundle create -q {out} {spec["base"]}..main && cd / && rm -rf $g"""
+    code, got = as_imd(box, script)
+    assert code == 0, got
+    return out
+
+
+def serve_script(base: str, port: int) -> str:
+    """Shell that serves the bare repositories in `base` with git's own daemon on the box's
+    loopback (the test world has no forge host) and waits until it answers; the daemon ends
+    with the box."""
+    return f"""PATH=/usr/bin:/bin setsid nohup /usr/bin/git daemon --reuseaddr --export-all --base-path={base} \\
+  --listen=127.0.0.1 --port={port} >{base}/daemon.log 2>&1 < /dev/null &
+for _ in $(seq 1 50); do /usr/bin/git ls-remote git://127.0.0.1:{port}/$(ls {base} | grep '[.]git$' | head -1) \\
+  >/dev/null 2>&1 && break; sleep 0.1; done"""
+
+
+def worker_steps(box, phase: str, space: str, spec: dict, *, defended: bool, env: Optional[dict] = None) -> dict:
+    """The stand-in worker's steps ("before" or "after" the agent, or a research task's), as the
+    worker runs them in the box: its PATH (the box's hands first; `defended=False`, without
+    them), its environment (and `env`). What it would send."""
     path = "" if defended else f"PATH=${{PATH#{HANDS_DIR}:}} "
+    path += "".join(f"{k}={shlex.quote(v)} " for k, v in (env or {}).items())
     js = f"/tmp/imdt-steps-{uuid.uuid4().hex}.mjs"
     script = (
-        f"printf %s {shlex.quote(STEPS_JS)} > {js} && cd {WORK_ROOT} && "
+        f"printf %s {shlex.quote(STEPS_JS)} > {js} && mkdir -p {WORK_ROOT} && cd {WORK_ROOT} && "
         f"{path}node {js} {phase} {space} {shlex.quote(json.dumps(spec))}; code=$?; rm -f {js}; exit $code"
     )
     code, out = as_imd(box, script, timeout=240)
@@ -142,10 +185,8 @@ printf '[profile.default]\\nsrc = "src"\\n' > foundry.toml
 {tree}
 /usr/bin/git add -A && /usr/bin/git -c user.name=t -c user.email=t@t commit -qm base
 /usr/bin/git clone -q --bare $g {base}/repo.git && /usr/bin/git rev-parse HEAD && cd / && rm -rf $g
-PATH=/usr/bin:/bin setsid nohup /usr/bin/git daemon --reuseaddr --export-all --base-path={base} --listen=127.0.0.1 \\
-  --port={port} >{base}/daemon.log 2>&1 < /dev/null &
-for _ in $(seq 1 50); do /usr/bin/git ls-remote git://127.0.0.1:{port}/repo.git >/dev/null 2>&1 && exit 0; sleep 0.1; done
-cat {base}/daemon.log; exit 1"""
+{serve_script(base, port)}
+/usr/bin/git ls-remote git://127.0.0.1:{port}/repo.git >/dev/null || {{ cat {base}/daemon.log; exit 1; }}"""
     code, out = as_imd(box, script)
     assert code == 0, out
     return f"git://127.0.0.1:{port}/repo.git", out.strip().splitlines()[0]

@@ -14,6 +14,7 @@ INSTALL_SH = f"{WORKER_DIR}/install.sh"
 # and IDENTITYMD_CODEX_BIN): the real ones, each run in a jail of its job's own (JAIL);
 # and the bubblewrap Claude's sandbox runs each command with.
 JAIL = f"{WORKER_DIR}/jail"
+JAIL_ROOMS = f"{WORKER_DIR}/jail.d"  # the parts it is made of, each one job (sourced)
 CLAUDE_JAIL = f"{WORKER_DIR}/claude"
 CODEX_JAIL = f"{WORKER_DIR}/codex"
 SANDBOX_BWRAP = f"{WORKER_DIR}/bwrap"

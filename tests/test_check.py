@@ -206,8 +206,22 @@ def drop_with(old: str, new: str) -> dict:
 
 
 def jail_with(*changes: tuple[str, str]) -> dict:
-    """The job's jail (worker/jail) with these changes."""
-    return script_with("worker/jail", layout.JAIL, *changes)
+    """The job's jail (worker/jail and its rooms, worker/jail.d) with these changes, each of
+    one place in one of them."""
+    parts = {"worker/jail": layout.JAIL}
+    parts |= {
+        f"worker/jail.d/{room.name}": f"{layout.JAIL_ROOMS}/{room.name}" for room in (ROOT / "worker/jail.d").iterdir()
+    }
+    texts = {path: (ROOT / path).read_text() for path in parts}
+    changed = {}
+    for old, new in changes:
+        holders = [path for path, text in texts.items() if old in text]
+        assert len(holders) == 1, f"the jail has {old!r} in {holders or 'none of its parts'}, not in one"
+        changed[holders[0]] = changed.get(holders[0], ()) + ((old, new),)
+    patched: dict = {}
+    for path, its in changed.items():
+        patched |= script_with(path, parts[path], *its)
+    return patched
 
 
 DROP = "--inh-caps=-all --ambient-caps=-all --bounding-set=-all --no-new-privs"

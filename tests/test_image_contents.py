@@ -65,10 +65,21 @@ def test_the_worker_user_is_imd_1000_with_a_private_home(image):
     assert home.user == "imd" and home.mode == 0o700
 
 
+# ... and what the jail reads of itself: its rooms, sourced.
+ROOT_READS = sorted(f"{layout.JAIL_ROOMS}/{room.name}" for room in (names.REPO_ROOT / "worker" / "jail.d").iterdir())
+
+
 @pytest.mark.parametrize("path", ROOT_RUNS)
 def test_what_root_runs_is_roots_and_only_root_may_change_it(image, path):
     f = image.file(path)
     assert f.is_file and f.user == "root" and f.group == "root" and f.mode == 0o755, (f.user, oct(f.mode))
+
+
+@pytest.mark.parametrize("path", ROOT_READS)
+def test_the_jails_rooms_are_roots_and_only_root_may_change_them(image, path):
+    f = image.file(path)
+    assert f.is_file and f.user == "root" and f.group == "root" and f.mode == 0o644, (f.user, oct(f.mode))
+    assert image.file(layout.JAIL_ROOMS).user == "root" and image.file(layout.JAIL_ROOMS).mode == 0o755
 
 
 @pytest.mark.parametrize("tool", ["git", "forge"])

@@ -45,14 +45,14 @@ contract CounterTest {
 """
 
 
-def install_solc(box) -> None:
-    """solc-js where forge keeps the compilers it downloads (~/.svm/<v>/solc-<v>); npm must
-    be in the box's reach."""
-    svm = f"{HOME}/.svm/{SOLC}"
+def install_solc(box, version: str = SOLC) -> None:
+    """solc-js of `version` where forge keeps the compilers it downloads (~/.svm/<v>/solc-<v>);
+    npm must be in the box's reach."""
+    svm = f"{HOME}/.svm/{version}"
     code, out = as_imd(
         box,
-        f"mkdir -p {svm} && cd {svm} && npm install -s --no-audit --no-fund --no-update-notifier solc@{SOLC} 2>&1"
-        f" && printf %s {shlex.quote(SOLC_JS)} > solc-{SOLC} && chmod 700 solc-{SOLC}",
+        f"mkdir -p {svm} && cd {svm} && npm install -s --no-audit --no-fund --no-update-notifier solc@{version} 2>&1"
+        f" && printf %s {shlex.quote(SOLC_JS)} > solc-{version} && chmod 700 solc-{version}",
         timeout=180,
     )
     assert code == 0, out

@@ -3,7 +3,7 @@
 
     python3 bench/run.py                 # a Mac with Docker Desktop: the defaults
     python3 bench/run.py --quick         # no cold build, 3 runs each
-    python3 bench/run.py --skip build,size,help,check,start,hands   # only the scripted job
+    python3 bench/run.py --skip build,size,help,check,start,hands,v4hook   # only the scripted job
     python3 bench/run.py --harness --base-image imd-box-base:trixie \\
         --ca-cert /etc/ssl/certs/ca-certificates.crt    # the project's CI machine
 
@@ -26,7 +26,9 @@ The scripted job (tests/harness/jobs.py) installs the agent CLIs from npm into a
 of its own, then times one job of six tool calls with the real Claude Code, through the
 box's jail and without it, alternately in one walled box: the jail's cost beside its time.
 The worker's own steps on a contract task (clone to bundle, forge build and test) are timed
-the same way, through the box's hands (git and forge in the job's jail) and without them.
+the same way, through the box's hands (git and forge in the job's jail) and without them;
+and on a real contract job, a Uniswap v4 hook with v4-core and its libraries vendored
+(tests/harness/v4hook.py: v4-core and solc 0.8.26 from npm).
 
 `box check` probes the internet and the walls. --harness runs the same check
 (imdbox.check.runner.run_check, what `box check` calls) on the test suite's
@@ -70,6 +72,7 @@ GOALS = {
     "job": 20.0,
     "jail": 1.2,  # the jailed job's median over the unjailed one's
     "hands": 1.2,  # the worker's jailed git and forge steps over the plain ones
+    "v4hook": 1.1,  # the same on a v4 hook job, whose compile outweighs the calls' own cost
     "net": 0.1,  # a job's jail with its own network, an empty run start to end
 }
 
@@ -363,11 +366,37 @@ class Bench:
         self.rows += [jailed, plain, cost_row("the jail's cost (jailed / no jail)", jailed, plain, GOALS["jail"]), net]
 
     # ---------------------------------------------------------------- the worker's hands
+    def _worker_steps(self, jailed: Row, plain: Row, install, task, change) -> None:
+        """The worker's own steps on a task (tests/harness/worker_steps.mjs: clone, checkout and
+        reads before the agent; findings, forge config/fmt/build/test, the git package and bundle
+        after it), through the box's hands (git and forge in the job's jail) and without them,
+        alternately, in one walled box on the bench's network. `install(box)` readies the box,
+        `task(box)` makes a task's origin (its workspace and spec), `change(box, space)` is the
+        agent's change."""
+        from tests.harness import hands
+
+        log("waiting for the machine lock (a test run may hold it), then installing")
+        with test_machine.held(), boxes.volume(self.client, "bench-hands") as volume:
+            box = boxes.start_walled(self.client, self.image, None, volume=volume, alone_on=self.args.network)
+            try:
+                install(box)
+                for i in range(self.args.runs):
+                    for row, defended in ((jailed, True), (plain, False)):
+                        log(f"{row.metric} {i + 1}/{self.args.runs}")
+                        space, spec = task(box)
+                        before = hands.worker_steps(box, "before", space, spec, defended=defended)
+                        change(box, space)
+                        sent = hands.worker_steps(box, "after", space, spec, defended=defended)
+                        # The steps' own time, as the stand-in worker took it in the box.
+                        row.samples.append((before["ms"] + sent["ms"]) / 1000)
+                        if [c["passed"] for c in sent["localChecks"]] != [True, True]:
+                            checks = [(c["name"], c["passed"], c["output"][-300:]) for c in sent["localChecks"]]
+                            raise RuntimeError(f"the worker's forge build or test failed: {tail(str(checks))}")
+            finally:
+                box.remove(force=True)
+
     def hands(self) -> None:
-        """The worker's own steps on a contract task (tests/harness/worker_steps.mjs: clone,
-        checkout and reads before the agent; findings, forge config/fmt/build/test, the git
-        package and bundle after it), through the box's hands (git and forge in the job's
-        jail) and without them, alternately, in one walled box on the bench's network."""
+        """The worker's steps on a contract and its test."""
         from tests.harness import hands
 
         jailed = Row(
@@ -375,26 +404,28 @@ class Bench:
             note="a contract and its test: clone to bundle, forge build and test",
         )
         plain = Row("worker's git and forge steps, no jail", note="the same steps, the image's git and forge")
-        log("waiting for the machine lock (a test run may hold it), then installing solc-js")
-        with test_machine.held(), boxes.volume(self.client, "bench-hands") as volume:
-            box = boxes.start_walled(self.client, self.image, None, volume=volume, alone_on=self.args.network)
-            try:
-                hands.install_solc(box)
-                for i in range(self.args.runs):
-                    for row, defended in ((jailed, True), (plain, False)):
-                        log(f"worker's steps {i + 1}/{self.args.runs} ({'jailed' if defended else 'no jail'})")
-                        space, spec = hands.code_task(box, committed_link=False)
-                        before = hands.worker_steps(box, "before", space, spec, defended=defended)
-                        # What the agent would have done: a change to the contract.
-                        boxes.as_imd(box, f"cd {space} && echo '// changed' >> src/Counter.sol")
-                        sent = hands.worker_steps(box, "after", space, spec, defended=defended)
-                        # The steps' own time, as the stand-in worker took it in the box.
-                        row.samples.append((before["ms"] + sent["ms"]) / 1000)
-                        if [c["passed"] for c in sent["localChecks"]] != [True, True]:
-                            raise RuntimeError(f"the worker's forge build or test failed: {tail(str(sent))}")
-            finally:
-                box.remove(force=True)
+        self._worker_steps(
+            jailed,
+            plain,
+            hands.install_solc,
+            lambda box: hands.code_task(box, committed_link=False),
+            # What the agent would have done: a change to the contract.
+            lambda box, space: boxes.as_imd(box, f"cd {space} && echo '// changed' >> src/Counter.sol"),
+        )
         cost = cost_row("the hands' jail cost (jailed / no jail)", jailed, plain, GOALS["hands"])
+        self.rows += [jailed, plain, cost]
+
+    def v4hook(self) -> None:
+        """The worker's steps on a v4 hook job: v4-core vendored, solc 0.8.26, v4-core's Deployers."""
+        from tests.harness import v4hook
+
+        jailed = Row(
+            "worker's steps on a v4 hook job, jailed",
+            note="a hook and its test on v4-core's Deployers: clone to bundle, forge build and test",
+        )
+        plain = Row("worker's steps on a v4 hook job, no jail", note="the same steps, the image's git and forge")
+        self._worker_steps(jailed, plain, v4hook.install, v4hook.hook_task, v4hook.agent_change)
+        cost = cost_row("the hands' jail cost on it (jailed / no jail)", jailed, plain, GOALS["v4hook"])
         self.rows += [jailed, plain, cost]
 
     # ---------------------------------------------------------------- box start
@@ -561,7 +592,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("--harness", action="store_true", help="run the check on the test suite's internal networks")
     p.add_argument("--check-url", help="`box check --url`")
     p.add_argument("--check-targets", help="`box check --targets FILE`")
-    p.add_argument("--skip", default="", help="comma list of: build, size, help, check, start, job, hands")
+    p.add_argument("--skip", default="", help="comma list of: build, size, help, check, start, job, hands, v4hook")
     p.add_argument("--layers", type=int, default=12, help="layers listed (default 12)")
     p.add_argument("--json", dest="json_out", help="also write the results to this JSON file")
     args = p.parse_args(argv)
@@ -602,6 +633,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             ("start", bench.start, "`box start` → worker process running", GOALS["start"]),
             ("job", bench.job, "scripted job, jailed (6 tool calls)", GOALS["job"]),
             ("hands", bench.hands, "worker's git and forge steps, jailed", None),
+            ("v4hook", bench.v4hook, "worker's steps on a v4 hook job, jailed", None),
         ):
             if name in args.skip:
                 bench.rows.append(Row(row_name, skipped=f"--skip {name}", goal=goal))

@@ -17,13 +17,11 @@ pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group("v4_
 @pytest.fixture(scope="module")
 def box(docker_client, box_image):
     """A walled box on Docker's bridge (npm in reach for solc-js and v4-core), both installed."""
-    with boxes.volume(docker_client, "v4hook-home") as home:
-        container = boxes.start_walled(docker_client, box_image, None, volume=home, alone_on="bridge")
-        try:
-            v4hook.install(container)
-            yield container
-        finally:
-            container.remove(force=True)
+    with (
+        boxes.volume(docker_client, "v4hook-home") as home,
+        hands.contract_box(docker_client, box_image, home, v4hook.install) as container,
+    ):
+        yield container
 
 
 def brief(sent: dict) -> dict:

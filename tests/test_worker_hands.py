@@ -21,7 +21,7 @@ import pytest
 
 from imdbox.browser import TOOLS as BROWSER_TOOLS
 from tests.harness import agents as agents_mod
-from tests.harness import boxes, hands, jobs
+from tests.harness import hands, jobs
 from tests.harness.boxes import as_imd
 from tests.harness.jobs import HOME, WORK_ROOT
 
@@ -37,14 +37,9 @@ SIBLING = "node-sibling"  # another node of the same job, beside the job's works
 
 @pytest.fixture(scope="module")
 def box(docker_client, box_image, agents):
-    """A walled box on Docker's bridge (npm in reach for solc-js), solc-js where forge looks."""
-    container = boxes.start_walled(docker_client, box_image, None, volume=agents, alone_on="bridge")
-    try:
-        hands.install_solc(container)
+    """A walled box on Docker's bridge, solc-js where forge looks."""
+    with hands.contract_box(docker_client, box_image, agents) as container:
         yield container
-    finally:
-        as_imd(container, f"rm -rf {HOME}/.svm")
-        container.remove(force=True)
 
 
 @pytest.fixture

@@ -29,13 +29,9 @@ CHANGE = "echo '// imdt-changed' >> src/Counter.sol"
 
 @pytest.fixture(scope="module")
 def box(docker_client, box_image, agents):
-    """A walled box on Docker's bridge (npm in reach for solc-js), solc-js where forge looks."""
-    container = boxes.start_walled(docker_client, box_image, None, volume=agents, alone_on="bridge")
-    try:
-        hands.install_solc(container)
+    """A walled box on Docker's bridge, solc-js where forge looks."""
+    with hands.contract_box(docker_client, box_image, agents) as container:
         yield container
-    finally:
-        container.remove(force=True)
 
 
 def agent(box, space: str, script: str) -> None:

@@ -1,16 +1,20 @@
-"""The worker's own hands on a code task, as the released worker does them in the box
-(tests/harness/worker_steps.mjs: the facts), and what they work on: a code task's origin
-and a real compiler for its contract. Used by tests/test_worker_hands.py and the bench."""
+"""The worker's own hands on every kind of job, as the released worker does them in the box
+(tests/harness/worker_steps.mjs: the facts; CAMPAIGN_SH: a fuzz campaign's), and what they
+work on: a task's origin, and a box with a real compiler for its contract. Used by
+tests/test_worker_hands.py, test_worker_kinds.py, test_v4_hook_job.py and the bench."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Optional
 
 from imdbox.layout import HANDS_DIR
+from tests.harness import boxes
 from tests.harness.boxes import as_imd
 from tests.harness.jobs import HOME, WORK_ROOT
 
@@ -56,6 +60,19 @@ def install_solc(box, version: str = SOLC) -> None:
         timeout=180,
     )
     assert code == 0, out
+
+
+@contextlib.contextmanager
+def contract_box(client, image: str, volume: str, install: Callable = install_solc) -> Iterator:
+    """A walled box on Docker's bridge (npm in reach for what `install` fetches: solc-js, unless
+    told), removed after, with the compilers it installed in the volume."""
+    container = boxes.start_walled(client, image, None, volume=volume, alone_on="bridge")
+    try:
+        install(container)
+        yield container
+    finally:
+        as_imd(container, f"rm -rf {HOME}/.svm")
+        container.remove(force=True)
 
 
 def files_script(files: dict[str, str]) -> str:

@@ -376,24 +376,23 @@ class Bench:
         from tests.harness import hands
 
         log("waiting for the machine lock (a test run may hold it), then installing")
-        with test_machine.held(), boxes.volume(self.client, "bench-hands") as volume:
-            box = boxes.start_walled(self.client, self.image, None, volume=volume, alone_on=self.args.network)
-            try:
-                install(box)
-                for i in range(self.args.runs):
-                    for row, defended in ((jailed, True), (plain, False)):
-                        log(f"{row.metric} {i + 1}/{self.args.runs}")
-                        space, spec = task(box)
-                        before = hands.worker_steps(box, "before", space, spec, defended=defended)
-                        change(box, space)
-                        sent = hands.worker_steps(box, "after", space, spec, defended=defended)
-                        # The steps' own time, as the stand-in worker took it in the box.
-                        row.samples.append((before["ms"] + sent["ms"]) / 1000)
-                        if [c["passed"] for c in sent["localChecks"]] != [True, True]:
-                            checks = [(c["name"], c["passed"], c["output"][-300:]) for c in sent["localChecks"]]
-                            raise RuntimeError(f"the worker's forge build or test failed: {tail(str(checks))}")
-            finally:
-                box.remove(force=True)
+        with (
+            test_machine.held(),
+            boxes.volume(self.client, "bench-hands") as volume,
+            hands.contract_box(self.client, self.image, volume, install, self.args.network) as box,
+        ):
+            for i in range(self.args.runs):
+                for row, defended in ((jailed, True), (plain, False)):
+                    log(f"{row.metric} {i + 1}/{self.args.runs}")
+                    space, spec = task(box)
+                    before = hands.worker_steps(box, "before", space, spec, defended=defended)
+                    change(box, space)
+                    sent = hands.worker_steps(box, "after", space, spec, defended=defended)
+                    # The steps' own time, as the stand-in worker took it in the box.
+                    row.samples.append((before["ms"] + sent["ms"]) / 1000)
+                    if [c["passed"] for c in sent["localChecks"]] != [True, True]:
+                        checks = [(c["name"], c["passed"], c["output"][-300:]) for c in sent["localChecks"]]
+                        raise RuntimeError(f"the worker's forge build or test failed: {tail(str(checks))}")
 
     def hands(self) -> None:
         """The worker's steps on a contract and its test."""

@@ -63,10 +63,12 @@ def install_solc(box, version: str = SOLC) -> None:
 
 
 @contextlib.contextmanager
-def contract_box(client, image: str, volume: str, install: Callable = install_solc) -> Iterator:
-    """A walled box on Docker's bridge (npm in reach for what `install` fetches: solc-js, unless
-    told), removed after, with the compilers it installed in the volume."""
-    container = boxes.start_walled(client, image, None, volume=volume, alone_on="bridge")
+def contract_box(
+    client, image: str, volume: str, install: Callable = install_solc, network: str = "bridge"
+) -> Iterator:
+    """A walled box on `network` (Docker's bridge unless told: npm in reach for what `install`
+    fetches, solc-js unless told), removed after, with the compilers it installed in the volume."""
+    container = boxes.start_walled(client, image, None, volume=volume, alone_on=network)
     try:
         install(container)
         yield container
@@ -194,11 +196,10 @@ def campaign_origin(box, port: int, tree: str = ":") -> tuple[str, str]:
     has no forge host): its URL and base commit. The daemon ends with the box. `tree`: shell run
     in the tree before its commit (what a hostile poster adds)."""
     base = f"/tmp/imdt-origin-{uuid.uuid4().hex[:8]}"
+    files = {"src/Counter.sol": COUNTER_SOL, "test/H.sol": HARNESS_SOL, "foundry.toml": COUNTER["foundry.toml"]}
     script = f"""set -e
 g=$(mktemp -d) && cd $g && /usr/bin/git init -q -b main .
-mkdir src test && printf %s {shlex.quote(COUNTER_SOL)} > src/Counter.sol
-printf %s {shlex.quote(HARNESS_SOL)} > test/H.sol
-printf '[profile.default]\\nsrc = "src"\\n' > foundry.toml
+{files_script(files)}
 {tree}
 /usr/bin/git add -A && /usr/bin/git -c user.name=t -c user.email=t@t commit -qm base
 /usr/bin/git clone -q --bare $g {base}/repo.git && /usr/bin/git rev-parse HEAD && cd / && rm -rf $g

@@ -12,6 +12,7 @@ from imdbox import layout
 from tests.harness import boxes, hands
 from tests.harness.boxes import as_imd
 from tests.harness.jobs import HOME
+from tests.test_check import patched_image, script_with
 
 pytestmark = pytest.mark.usefixtures("box_image")
 
@@ -47,3 +48,26 @@ def test_a_run_whose_launcher_was_killed_is_cleared_before_the_workers_git(box, 
         as_imd(box, f"kill -KILL $(cat {space}/orphan.pid)")
     assert code == 0, out
     assert out.split()[-2:] == (["no-orphan", "no-link"] if marked else ["orphan", "link"]), out
+
+
+# The network room's loop over /etc/hosts once overwrote the name the jail's one line says
+# ("imd-box: ip6-allnodes was not started"): the twin puts that loop back.
+OLD_LOOP = ('for alias in "${names[@]}"; do [ "$alias" = localhost ] || line+=" $alias"; done',
+            'for name in "${names[@]}"; do [ "$name" = localhost ] || line+=" $name"; done')  # fmt: skip
+NO_PASTA = {"/usr/bin/pasta": (b"#!/bin/sh\necho 'imdt: no network today' >&2\nexit 1\n", 0o755)}
+
+
+@pytest.mark.parametrize("loop", ["as-it-is", "twin-the-old-loop"])
+def test_a_network_that_cannot_be_made_is_said_in_one_line(docker_client, box_image, topology, loop):
+    patch = dict(NO_PASTA)
+    if loop != "as-it-is":
+        patch.update(script_with("worker/jail.d/network", f"{layout.JAIL_ROOMS}/network", OLD_LOOP))
+    with patched_image(docker_client, box_image, patch) as image, boxes.volume(docker_client) as volume:
+        box = boxes.start_walled(docker_client, image, topology, volume=volume)
+        try:
+            space = f"{HOME}/.identitymd/work/job-1/node-1"
+            code, out = as_imd(box, f"mkdir -p {space} && cd {space} && {layout.JAIL} claude --program /bin/true")
+        finally:
+            box.remove(force=True)
+    said = "imd-box: claude was not started: its own network could not be made (imdt: no network today)"
+    assert (code, out.strip() == said) == (70, loop == "as-it-is"), out

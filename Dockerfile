@@ -51,6 +51,16 @@ RUN npm ci --ignore-scripts --no-audit --no-fund \
  && node closure.mjs node_modules/@anthropic-ai/sandbox-runtime | xargs cp -a --parents -t /out/opt/sandbox-runtime \
  && rm -rf /out/opt/sandbox-runtime/node_modules/@anthropic-ai/sandbox-runtime/vendor/srt-win
 
+# ---------------------------------------------------------------- the door
+# worker/door/door.c, compiled with Debian's gcc; nothing else of this stage reaches the box.
+FROM ${BASE_IMAGE} AS door
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
+COPY worker/door/door.c /src/door.c
+RUN mkdir -p /out && gcc -O2 -Wall -Wextra -Werror -o /out/door /src/door.c
+
 # ---------------------------------------------------------------- the box
 FROM ${BASE_IMAGE}
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
@@ -145,6 +155,7 @@ RUN cache=/usr/local/lib/imd-box/node-compile-cache \
 
 COPY firewall/ /usr/local/lib/imd-box/firewall/
 COPY worker/ /usr/local/lib/imd-box/worker/
+COPY --from=door /out/door /usr/local/lib/imd-box/worker/door/door
 COPY browser/ /usr/local/lib/imd-box/browser/
 COPY entrypoint.sh /usr/local/bin/entrypoint.sh
 
@@ -171,4 +182,5 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
 # The entrypoint execs tini as `imd` once the walls are up: PID 1 then signals the worker
 # as its own user (a root tini without CAP_KILL could not forward `docker stop`'s SIGTERM).
 ENTRYPOINT ["/usr/local/bin/entrypoint.sh"]
-CMD ["/usr/local/lib/imd-box/worker/run.sh"]
+# The worker runs in its view of the box, the door at its side (worker/door/view).
+CMD ["/usr/local/lib/imd-box/worker/door/view", "/usr/local/lib/imd-box/worker/run.sh"]

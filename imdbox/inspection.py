@@ -107,7 +107,7 @@ def status(cfg: Config, json_output: bool = False) -> int:
         f"runtime:   {', '.join(current.runtimes)} (concurrency {current.concurrency})"
         + ("" if current.saved else f"  [not saved yet: run `{eng.cfg.command('setup')}`]")
     )
-    doctor = ["imd", "doctor"] + _doctor_runtime(list(current.runtimes))
+    doctor = [*worker.IMD, "doctor"] + _doctor_runtime(list(current.runtimes))
     if engine.is_up(container):
         ui.step("imd doctor (in the running box)")
         code, out = engine.exec_as_imd(container, doctor)

@@ -18,6 +18,10 @@ JAIL_ROOMS = f"{WORKER_DIR}/jail.d"  # the parts it is made of, each one job (so
 CLAUDE_JAIL = f"{WORKER_DIR}/claude"
 CODEX_JAIL = f"{WORKER_DIR}/codex"
 SANDBOX_BWRAP = f"{WORKER_DIR}/bwrap"
+# The worker's view of the box (its CLI runs, and its git and forge, go through the door, a
+# process outside it): the image's CMD runs the worker in it, and box the worker's commands.
+WORKER_VIEW = f"{WORKER_DIR}/door/view"
+DOOR = f"{WORKER_DIR}/door/door"
 # The git and forge the worker runs on a job's tree (first on its PATH): each in that job's jail.
 HANDS_DIR = f"{WORKER_DIR}/hands"
 # Their seccomp filter (seccomp/hands.py): nothing they run makes a link.

@@ -285,7 +285,7 @@ def remove(cfg: Config, keep_seat: bool, delete_volume: Optional[bool], keep_ima
             ui.say("the worker was never set up here (no config): no seat to free")
         else:
             ui.step("imd unlink (frees this device's seat), in a one-off box with the same walls")
-            code, out = engine.run_oneoff(eng, engine.flags(eng, "remove", ["imd", "unlink"]), print_shell_line)
+            code, out = engine.run_oneoff(eng, engine.flags(eng, "remove", worker.UNLINK_COMMAND), print_shell_line)
             if code != 0:
                 raise BoxError(
                     f"`imd unlink` failed ({diagnose.last_error(out)}): nothing was removed; "

@@ -23,10 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from . import protocol
+from . import layout, protocol
 
+# The worker's own commands that box runs, each in the worker's view (`imd help` runs in the
+# install box, right after the worker is installed, where no job has run).
+IMD = [layout.WORKER_VIEW, "imd"]
 HELP_COMMAND = ["imd", "help"]
-STATUS_COMMAND = ["imd", "status"]
+STATUS_COMMAND = [*IMD, "status"]
+UNLINK_COMMAND = [*IMD, "unlink"]
 # `install.sh worker` reads the help it installed, and passes it on: each of its lines after
 # HELP_LINE, then `imd help`'s exit code after HELP_EXIT. `box setup` reads the runtimes from
 # that, with no box of its own to ask the worker again.

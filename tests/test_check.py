@@ -45,7 +45,7 @@ AS_IMD = layout.AS_IMD
 BROWSER_DIR = "/usr/local/lib/imd-box/browser"
 REJECT = "-j REJECT --reject-with icmp-admin-prohibited"
 ALL = {w.id for w in WALLS}
-CMD = ["/usr/local/lib/imd-box/worker/run.sh"]  # the image's own CMD, kept in a patched copy
+CMD = [layout.WORKER_VIEW, "/usr/local/lib/imd-box/worker/run.sh"]  # the image's own CMD, kept in a patched copy
 
 # The harness's listeners (tests/harness/topology.py); nothing else is ever aimed at.
 TEST_TARGETS = topology_mod.check_targets()

@@ -177,7 +177,7 @@ class World:
         return code, out
 
     def exec_as_imd(self, container, command):
-        assert command == ["imd", "status"]
+        assert command == worker.STATUS_COMMAND
         token = container.paired
         return 0, f"  server    https://imd.invalid\n  token     {token or 'not paired yet'}\n"
 
@@ -415,7 +415,7 @@ def test_status_of_a_box_removed_by_hand(world):
     result = box("status")
     assert result.exit_code == 0, result.output
     assert "GONE: there is no container" in result.stdout
-    assert world.log == ["oneoff status imd doctor --runtime claude"]
+    assert world.log == [f"oneoff status {layout.WORKER_VIEW} imd doctor --runtime claude"]
 
 
 def test_remove_without_the_image_frees_no_seat_and_removes_nothing(world):

@@ -23,6 +23,8 @@ SHARED = [
     ("Claude Code's launcher", layout.CLAUDE_JAIL, ["worker/as-imd"]),
     ("Codex's launcher", layout.CODEX_JAIL, ["worker/as-imd"]),
     ("the jobs' jail", layout.JAIL, ["worker/claude", "worker/codex"]),
+    ("the worker's view", layout.WORKER_VIEW, ["Dockerfile"]),
+    ("the door", layout.DOOR, ["Dockerfile", "worker/healthy"]),
     ("the sandbox's bubblewrap", layout.SANDBOX_BWRAP, ["image/claude-code/managed-settings.json"]),
     ("the browser's compile cache", layout.NODE_COMPILE_CACHE, ["browser/playwright-mcp", "Dockerfile"]),
     ("Claude Code's managed settings", layout.CLAUDE_SETTINGS, ["Dockerfile"]),

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from imdbox.layout import BROWSER_DIR, HANDS_DIR
+from imdbox.layout import BROWSER_DIR, HANDS_DIR, WORKER_VIEW
 from tests.harness import boxes
 from tests.harness.topology import NO_HEALTHCHECK
 
@@ -228,11 +228,13 @@ def play(
     tools: Optional[dict] = None,
     timeout: int = 180,
     watch: Sequence[str] = (),
+    way: Optional[str] = None,
+    view: bool = False,
 ) -> Run:
     """One run of the real Claude Code in `box` as the worker starts it, the model playing
     `steps`. `jailed=False`: the plain `claude` the worker would run without the box's
     IDENTITYMD_CLAUDE_BIN (the bench's and the breaking twins' side). `watch`: texts looked
-    for in what Claude Code sends the model (Run.seen)."""
+    for in what Claude Code sends the model (Run.seen). `way`, `view`: as start_cli."""
     cwd = cwd or workspace()
     with model(client, image, box, steps, watch=watch) as (port, container):
         env = {
@@ -243,25 +245,32 @@ def play(
             **(env or {}),
         }
         flag, _, *rest = argv(prompt, profile, len(steps) + 2, browser, tools)
-        code, out = start_cli(box, cwd, "IDENTITYMD_CLAUDE_BIN", "claude", [flag], prompt, rest, jailed, env, timeout)
+        code, out = start_cli(
+            box, cwd, "IDENTITYMD_CLAUDE_BIN", "claude", [flag], prompt, rest, jailed, env, timeout, way, view
+        )
         said = heard(container)
     return Run(code, out, said["result"], (said["prompt"] or [None])[0], seen=tuple(said["seen"]))
 
 
 def start_cli(box, cwd: str, variable: str, cli: str, before: list[str], prompt: str, after: list[str], jailed: bool,
-              env: dict, timeout: int) -> tuple[int, str]:  # fmt: skip
+              env: dict, timeout: int, way: Optional[str] = None, view: bool = False) -> tuple[int, str]:  # fmt: skip
     """The CLI the worker runs (`$variable`, else `cli`; `jailed=False`: the plain one, and
     neither the launcher nor the worker's hands on its PATH) in `cwd`, with `before`, the
-    prompt and `after` as its arguments, stdin closed: its exit code and output."""
+    prompt and `after` as its arguments, stdin closed: its exit code and output. `way`: the
+    shell text that names the CLI instead (a newer worker's way to start it); `view`: run in
+    the worker's view of the box, as the worker runs."""
     unjail = "" if jailed else f"unset {variable}; export PATH=${{PATH#{HANDS_DIR}:}}; "
     # The prompt reaches the CLI's command line only, as the worker passes it: this run's own
     # processes (timeout, the shell) hold a file's name, in the box's /tmp, not the prompt.
     prompt_file = f"/tmp/imdt-prompt-{uuid.uuid4().hex}"
     seed(box, {prompt_file: prompt})
+    way = way or f'"${{{variable}:-{cli}}}"'
     script = (
-        f'mkdir -p {shlex.quote(cwd)} && cd {shlex.quote(cwd)} && {unjail}exec "${{{variable}:-{cli}}}" '
+        f"mkdir -p {shlex.quote(cwd)} && cd {shlex.quote(cwd)} && {unjail}exec {way} "
         f'{shlex.join(before)} "$(cat {prompt_file}; rm -f {prompt_file})" {shlex.join(after)} </dev/null 2>&1'
     )
+    if view:
+        script = f"exec {WORKER_VIEW} /bin/bash -c {shlex.quote(script)}"
     # The worker's environment (a tool key among it) goes in as the environment, on no command
     # line a job could read in /proc.
     return boxes.as_imd(box, script, timeout=timeout, environment=env)
@@ -290,16 +299,20 @@ def codex_play(
     env: Optional[dict] = None,
     login_file: bool = False,
     timeout: int = 180,
+    way: Optional[str] = None,
+    view: bool = False,
 ) -> Run:
     """One run of the real Codex in `box` as the worker starts it for a connected code task, the
     scripted model (tests/harness/codex_model.mjs) playing one shell command a turn. Each
     result is {"step", "cmd", "output"}. `jailed=False`: the plain `codex`; `login_file`: Codex
-    signs in with its own login file (codex_provider)."""
+    signs in with its own login file (codex_provider); `way`, `view`: as start_cli."""
     cwd = cwd or workspace()
     with model(client, image, box, commands, CODEX_MODEL_JS) as (port, container):
         env = {"OPENAI_API_KEY": STAND_IN_KEY, **(env or {})}
         *args, _ = codex_argv(cwd, prompt, connected=True)
         args = [args[0], *codex_provider(port, login_file), *CODEX_OFFLINE, *args[1:]]
-        code, out = start_cli(box, cwd, "IDENTITYMD_CODEX_BIN", "codex", args, prompt, [], jailed, env, timeout)
+        code, out = start_cli(
+            box, cwd, "IDENTITYMD_CODEX_BIN", "codex", args, prompt, [], jailed, env, timeout, way, view
+        )
         said = heard(container)
     return Run(code, out, said["result"], (said["prompt"] or [None])[0], (said["login"] or [None])[0])

@@ -1,0 +1,256 @@
+"""The door: every way a worker might start an agent CLI or a hand ends in a job's jail, or fails.
+
+The worker runs in its view of the box (worker/door/view), where each agent CLI, launcher, git
+and forge is a stand-in that calls the door, a process outside the view that makes the job's
+jail (worker/door/door.c). A newer worker release may start them some other way than today's
+(tests/harness/jobs.py has today's): each way below runs from the worker's view on the real
+Claude Code, Codex, git and forge, and tells whether what it started was jailed. Each way's
+twin is the same way outside the view, as the worker ran before the door, which runs unjailed.
+
+What tells: a job's jail holds none of the home but its workspace, so the device key
+(~/.identitymd/config.json) is not there.
+- Claude Code: the owner's own SessionStart hook (the jail keeps the owner's settings), which
+  Claude Code runs outside its sandbox, writes where it ran into the workspace.
+- Codex: one shell command of the scripted model's, in Codex's own sandbox, which limits
+  writes but not reads.
+- git: an alias that runs a shell command; forge: `forge fmt --check --raw` of a file beside the
+  key, which prints it. Both run on the image's own PATH (a worker that makes its own PATH): on
+  the worker's PATH the box's hands come first, and jail git and forge by name without the door.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+import pytest
+
+from imdbox import layout
+from tests.harness import agents as agents_mod
+from tests.harness import boxes, jobs
+from tests.harness.boxes import as_imd
+from tests.harness.jobs import HOME, SECRETS
+
+pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.XDIST_GROUP)]
+
+KEY = SECRETS["device key"]
+WHERE = f"if [ -e {KEY} ]; then echo UNJAILED; else echo jailed; fi"
+VIEW = layout.WORKER_VIEW
+NPM_ROOT = '"$(npm root -g)"'
+
+
+def through(command: str) -> dict[str, str]:
+    """The shells and env a newer worker might start `command` through."""
+    return {
+        "bash -c": f"bash -c 'exec {command} \"$@\"' bash",
+        "sh -c": f"sh -c 'exec {command} \"$@\"' sh",
+        "env": f"env {command}",
+    }
+
+
+def native(scope: str, name: str) -> str:
+    """The platform package's own binary, by its absolute path (found where npm put it)."""
+    return f'"$(find {NPM_ROOT}/{scope} -type f -name {name} -perm -u+x | head -n 1)"'
+
+
+CLAUDE_WAYS = {
+    "IDENTITYMD_CLAUDE_BIN": '"$IDENTITYMD_CLAUDE_BIN"',
+    "by name": "claude",
+    "npm bin link": f"{HOME}/.npm-global/bin/claude",
+    "its realpath": f'"$(realpath {HOME}/.npm-global/bin/claude)"',
+    "npm root -g": f"{NPM_ROOT}/@anthropic-ai/claude-code/bin/claude.exe",
+    "native binary": native("@anthropic-ai", "claude"),
+    **through("claude"),
+}
+CODEX_WAYS = {
+    "IDENTITYMD_CODEX_BIN": '"$IDENTITYMD_CODEX_BIN"',
+    "by name": "codex",
+    "npm bin link": f"{HOME}/.npm-global/bin/codex",
+    "its realpath": f'"$(realpath {HOME}/.npm-global/bin/codex)"',
+    "node codex.js": f"node {NPM_ROOT}/@openai/codex/bin/codex.js",
+    "native binary": native("@openai", "codex"),
+    **through("codex"),
+}
+# The launchers' variables name the box's launcher, which jails without the door too.
+JAILED_WITHOUT_THE_DOOR = {"IDENTITYMD_CLAUDE_BIN", "IDENTITYMD_CODEX_BIN"}
+GIT_WAYS = {"by name": "git", "/usr/bin/git": "/usr/bin/git", **through("git")}
+FORGE_WAYS = {"by name": "forge", "the image's path": "/usr/local/bin/forge", **through("forge")}
+
+
+def sides(ways: dict) -> list:
+    return [
+        pytest.param(way, door, id=f"{way}-{'door' if door else 'twin-no-door'}")
+        for way in ways
+        for door in (True, False)
+        if door or way not in JAILED_WITHOUT_THE_DOOR
+    ]
+
+
+@pytest.fixture(scope="module")
+def box(docker_client, box_image, topology, agents):
+    """A walled box on the real CLIs' volume, with a device key and the owner's SessionStart
+    hook; both go again with the module, as the volume serves other tests."""
+    container = boxes.start_walled(docker_client, box_image, topology, volume=agents)
+    settings = f"{HOME}/.claude/settings.json"
+    hook = f'{WHERE} > "$CLAUDE_PROJECT_DIR/imdt-where"'
+    try:
+        keep = f"[ ! -e {settings} ] || mv {settings} {settings}.imdt; [ ! -e {KEY} ] || mv {KEY} {KEY}.imdt"
+        assert as_imd(container, keep)[0] == 0
+        jobs.seed(
+            container,
+            {
+                KEY: json.dumps({"imdtDeviceKey": jobs.mark("key")}),
+                settings: json.dumps({"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": hook}]}]}}),
+                f"{HOME}/.identitymd/imdt-where.sol": "contract   UNJAILED   {  }\n",
+            },
+        )
+        yield container
+    finally:
+        as_imd(
+            container,
+            f"rm -f {settings} {KEY} {HOME}/.identitymd/imdt-where.sol; "
+            f"[ ! -e {settings}.imdt ] || mv {settings}.imdt {settings}; [ ! -e {KEY}.imdt ] || mv {KEY}.imdt {KEY}",
+        )
+        container.remove(force=True)
+
+
+def in_view(script: str) -> str:
+    return f"exec {VIEW} /bin/bash -c {shlex.quote(script)}"
+
+
+@pytest.mark.parametrize("way, door", sides(CLAUDE_WAYS))
+def test_claude_by_every_way(docker_client, box_image, box, way, door):
+    space = jobs.workspace()
+    run = jobs.play(docker_client, box_image, box, [], cwd=space, way=CLAUDE_WAYS[way], view=door)
+    code, where = as_imd(box, f"cat {space}/imdt-where")
+    assert code == 0, f"the hook did not run:\n{run}"
+    assert where.strip() == ("jailed" if door else "UNJAILED"), run
+    assert run.code == 0, run
+
+
+@pytest.mark.parametrize("way, door", sides(CODEX_WAYS))
+def test_codex_by_every_way(docker_client, box_image, box, way, door):
+    run = jobs.codex_play(docker_client, box_image, box, [WHERE], way=CODEX_WAYS[way], view=door)
+    assert run.results, run
+    # The command's own output, within what Codex reports of it.
+    assert re.findall(r"\b(?:UNJAILED|jailed)\b", run.results[0]["output"]) == ["jailed" if door else "UNJAILED"], run
+
+
+def hand(box, way: str, args: str, door: bool) -> tuple[int, str]:
+    """A git or forge call the worker makes on a job's node, `way` naming the program."""
+    space = jobs.workspace()
+    script = f"export PATH=/usr/local/bin:/usr/bin:/bin && mkdir -p {space} && cd {space} && exec {way} {args} 2>&1"
+    return as_imd(box, in_view(script) if door else script)
+
+
+@pytest.mark.parametrize("way, door", sides(GIT_WAYS))
+def test_git_by_every_way(box, way, door):
+    code, out = hand(box, GIT_WAYS[way], f"-c alias.where={shlex.quote('!' + WHERE)} where", door)
+    assert (code, out.strip()) == (0, "jailed" if door else "UNJAILED")
+
+
+@pytest.mark.parametrize("way, door", sides(FORGE_WAYS))
+def test_forge_by_every_way(box, way, door):
+    code, out = hand(box, FORGE_WAYS[way], f"fmt --check --raw {HOME}/.identitymd/imdt-where.sol", door)
+    if door:
+        assert code == 1 and "UNJAILED" not in out and "imdt-where.sol not found" in out, out
+    else:
+        assert (code, "contract UNJAILED {}" in out) == (1, True), out
+
+
+def test_the_view_holds_no_real_cli_and_no_login(box):
+    """What a worker could run or read by path in its view: stand-ins, and no login."""
+    login = SECRETS["login"]
+    script = (
+        f"for f in {NPM_ROOT}/@anthropic-ai/claude-code/bin/claude.exe {NPM_ROOT}/@openai/codex/bin/codex.js; do"
+        ' head -c 64 "$f" | head -n 1; done; '
+        f"ls /usr/lib/git-core | wc -l; head -n 1 /usr/bin/git; "
+        f'for f in {login} {SECRETS["codex login"]} {SECRETS["grok login"]}; do [ -e "$f" ] && echo "has $f"; done; true'
+    )
+    code, out = as_imd(box, in_view(script))
+    assert code == 0, out
+    lines = out.splitlines()
+    assert lines[0] == f"#!{layout.DOOR} stand-in:claude", out
+    assert lines[1] == f"#!{layout.DOOR} stand-in:codex", out
+    assert lines[2:] == ["0", f"#!{layout.DOOR} stand-in:git"], out
+    # The twin: outside the view the same paths are the real programs.
+    code, out = as_imd(box, f"head -c 4 {NPM_ROOT}/@anthropic-ai/claude-code/bin/claude.exe | od -c | head -n 1")
+    assert "E   L   F" in out, out
+
+
+NAP = f"-c alias.nap={shlex.quote('!sleep 30')} nap"
+
+
+def test_the_view_cannot_reach_the_door_or_a_jail(box):
+    """From the view, neither the door nor a job's jail can be read through /proc (the view's
+    user namespace) or signalled (its Landlock domain). The twin reads and signals both from
+    outside the view."""
+    space = jobs.workspace()
+    reach = (
+        "door=$(pgrep -o -f '/door serve$'); nap=$(pgrep -n -f '^sleep 30$'); echo \"pids $door $nap\"; "
+        "for p in $door $nap; do cat /proc/$p/environ >/dev/null 2>&1 && echo read || echo no-read; "
+        "ls /proc/$p/root/ >/dev/null 2>&1 && echo root || echo no-root; "
+        "kill -0 $p 2>/dev/null && echo signal || echo no-signal; done"
+    )
+    start = f"mkdir -p {space} && cd {space} && {{ git {NAP} & }} && sleep 1"
+    try:
+        code, out = as_imd(box, in_view(f"{start} && {reach}; kill %1"))
+        assert code == 0, out
+        assert out.splitlines()[1:] == ["no-read", "no-root", "no-signal"] * 2, out
+        code, out = as_imd(box, f"{start} && {reach}; kill %1")
+        assert out.splitlines()[1:] == ["read", "root", "signal"] * 2, out
+    finally:
+        as_imd(box, "pkill -f '^sleep 30$'; true")
+
+
+@pytest.mark.parametrize("how", ["SIGKILL to its group", "SIGTERM to its group"])
+def test_a_caller_that_ends_ends_its_jail(box, how):
+    """The worker ends a run by its process group (SIGTERM, then SIGKILL 1 s later): the jail and
+    everything in it end with the caller. How fast is printed."""
+    space = jobs.workspace()
+    sig = "KILL" if "KILL" in how else "TERM"
+    script = (
+        f"mkdir -p {space} && cd {space} && set -m && {{ git {NAP} & }} && "
+        "for _ in $(seq 100); do pgrep -f '^sleep 30$' >/dev/null && break; sleep 0.05; done; "
+        f"started=$(date +%s%N); kill -{sig} -- -$!; "
+        "while pgrep -f '^sleep 30$' >/dev/null; do sleep 0.005; done; echo gone $(( ($(date +%s%N) - started) / 1000000 ))"
+    )
+    try:
+        code, out = as_imd(box, in_view(script), timeout=20)
+    finally:
+        as_imd(box, "pkill -f '^sleep 30$'; true")
+    found = re.search(r"gone (\d+)", out)
+    assert code == 0 and found, out
+    print(f"\n[door] the jail ended {found.group(1)} ms after {how}")
+    assert int(found.group(1)) < 2000, out
+
+
+def test_the_door_passes_stdio_and_exit_codes(box):
+    space = jobs.workspace()
+    script = (
+        f"mkdir -p {space} && cd {space} && "
+        "echo through-stdin | git -c alias.c='!cat' c && git -c alias.e='!echo to-stderr >&2' e 2>&1 >/dev/null; "
+        "git -c alias.x='!exit 7' x; echo exit $?"
+    )
+    code, out = as_imd(box, in_view(script))
+    assert (code, out.splitlines()) == (0, ["through-stdin", "to-stderr", "exit 7"]), out
+
+
+def test_a_door_that_dies_starts_again(box):
+    """Killed (from outside the view: nothing inside may signal it), the door starts again at
+    once; a call that comes while it is down fails in one line."""
+    space = jobs.workspace()
+    calls = f"cd {space} && for i in $(seq 80); do git --version 2>&1 | head -n 1; sleep 0.02; done"
+    server = "pgrep -P $(pgrep -o -f '/door serve$') -f '/door serve$'"
+    script = (
+        f"mkdir -p {space} && {{ {in_view(calls)} > {space}/calls & }} && sleep 1.2 && killed=$({server}) && "
+        f'kill -KILL $killed && sleep 0.3 && echo "server $killed $({server})"; wait; cat {space}/calls'
+    )
+    code, out = as_imd(box, script)
+    server, *lines = out.splitlines()
+    _, killed, now = server.split()
+    assert killed != now, out
+    down = [line for line in lines if line.startswith("imd-box: git was not started: the box's door")]
+    assert len(lines) == 80 and {*lines} - {*down} == {"git version 2.47.3"} and lines[-1] == "git version 2.47.3", out
+    print(f"\n[door] {len(down)} of {len(lines)} calls 20 ms apart failed while the door started again")

@@ -1,0 +1,543 @@
+/* The door: the one way from the worker's view to a job's jail (HACKING.md, "The door").
+ *
+ * The worker runs in a view of the box (worker/door/view) that holds no agent CLI, no
+ * login, and no git or forge of its own: each of those names and paths there is a
+ * stand-in that runs this program as a client. The client hands the door, a process
+ * outside the view, its runtime, argv, environment, working directory and its own stdin,
+ * stdout and stderr (as descriptors, SCM_RIGHTS). The door starts the launcher for the
+ * runtime (worker/claude, or worker/jail), which decides the place and makes the job's
+ * jail, and passes back the exit code or the signal. When the caller ends (killed, its
+ * process group killed, the socket closed), the launcher gets SIGTERM, which it passes on
+ * to the jail and then clears what the run left, and SIGKILL to its whole group GRACE_MS
+ * later.
+ *
+ *   door serve                       the door itself, started again at once if it dies (worker/
+ *                                    door/view starts it)
+ *   door ping                        exit 0 if the door answers
+ *   door call RUNTIME ARGS...        a call through the door
+ *   door stand-in:RUNTIME FILE ARGS  the same, from a stand-in's #! line (FILE is dropped;
+ *                                    an empty RUNTIME is the first of ARGS)
+ *   door landlock COMMAND ARGS...    COMMAND in a Landlock domain of its own: no process
+ *                                    outside it (the door, a job's jail) can be traced,
+ *                                    read through /proc/<pid>, or signalled from inside
+ *
+ * Everything the client sends is the worker's, so the door trusts none of it: the
+ * runtime is one of four, the launcher's PATH is the image's, and the environment
+ * loses what would run code in the launcher's bash or the loader (DROPPED).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SOCKET_PATH "/tmp/.imd-box-door/door.sock"
+#define WORKER_DIR "/usr/local/lib/imd-box/worker"
+/* The launcher's own PATH: the image's system folders, none of the volume's. */
+#define SYSTEM_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define MAGIC "imd-door 1"
+#define MAX_REQUEST (4 << 20)
+#define GRACE_MS 1000
+#define NOT_STARTED 70
+
+/* Landlock's ABI (linux/landlock.h), written out so that the build's kernel headers
+ * need not know scopes (ABI 6). */
+struct ruleset_attr {
+    uint64_t handled_access_fs, handled_access_net, scoped;
+};
+#define CREATE_RULESET_VERSION (1U << 0)
+#define ACCESS_FS_MAKE_BLOCK (1ULL << 11)
+#define SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+#define SCOPE_SIGNAL (1ULL << 1)
+
+struct runtime {
+    const char *name;
+    const char *launcher;
+    const char *first; /* the launcher's first argument, or NULL */
+};
+static const struct runtime RUNTIMES[] = {
+    {"claude", WORKER_DIR "/claude", NULL},
+    {"codex", WORKER_DIR "/jail", "codex"},
+    {"grok", WORKER_DIR "/jail", "grok"},
+    {"git", WORKER_DIR "/jail", "git"},
+    {"forge", WORKER_DIR "/jail", "forge"},
+};
+
+/* What of the worker's environment would run code in the launcher (bash) or in the
+ * programs it runs outside the jail (bwrap, pasta, find): prefixes, and whole names. */
+static const char *const DROPPED_PREFIXES[] = {"BASH_FUNC_", "LD_", "MALLOC_", NULL};
+static const char *const DROPPED[] = {
+    "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "IFS", "CDPATH", "GLOBIGNORE",
+    "BASH_XTRACEFD", "PROMPT_COMMAND", "BASH_COMPAT", "INPUTRC", "GCONV_PATH", "GLIBC_TUNABLES",
+    "LOCPATH", "NLSPATH", "HOSTALIASES", "RES_OPTIONS", "LOCALDOMAIN", "IMD_BOX_JOB_PATH", NULL,
+};
+
+static void say(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const char *what, const char *fmt, ...) {
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    dprintf(STDERR_FILENO, "imd-box: %s was not started: %s\n", what, line);
+}
+
+static int write_all(int fd, const void *buf, size_t n) {
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static const struct runtime *runtime_named(const char *name) {
+    for (size_t i = 0; i < sizeof RUNTIMES / sizeof *RUNTIMES; i++)
+        if (strcmp(RUNTIMES[i].name, name) == 0) return &RUNTIMES[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ the client */
+
+struct buf {
+    char *data;
+    size_t len, cap;
+};
+
+static void put(struct buf *b, const char *s) {
+    size_t n = strlen(s) + 1;
+    if (b->len + n > b->cap) {
+        b->cap = (b->len + n) * 2;
+        b->data = realloc(b->data, b->cap);
+        if (!b->data) exit(NOT_STARTED);
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+}
+
+static int connect_door(void) {
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    strcpy(addr.sun_path, SOCKET_PATH);
+    if (s < 0 || connect(s, (struct sockaddr *)&addr, sizeof addr) < 0) return -1;
+    return s;
+}
+
+static int call(const char *runtime, int argc, char **argv) {
+    char *name = strndup(runtime, 16);
+    for (char *c = name; *c; c++)
+        if ((*c < 'a' || *c > 'z') && *c != '-') *c = '?';
+    /* A caller with a closed stdio descriptor gets /dev/null there: the door hands the
+     * launcher three. */
+    for (int fd = 0; fd < 3; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd) return NOT_STARTED;
+
+    /* The signals the caller is sent go to the door as they come; none is lost in between. */
+    sigset_t passed;
+    sigemptyset(&passed);
+    int signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
+    for (size_t i = 0; i < sizeof signals / sizeof *signals; i++) sigaddset(&passed, signals[i]);
+    sigprocmask(SIG_BLOCK, &passed, NULL);
+
+    int s = connect_door();
+    if (s < 0) {
+        say(name, "the box's door (%s) does not answer (%s): run 'box start' again", SOCKET_PATH, strerror(errno));
+        return NOT_STARTED;
+    }
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd)) {
+        say(name, "the working directory is gone");
+        return NOT_STARTED;
+    }
+    struct buf b = {0};
+    char count[32];
+    put(&b, MAGIC);
+    put(&b, runtime);
+    put(&b, cwd);
+    snprintf(count, sizeof count, "%d", argc);
+    put(&b, count);
+    for (int i = 0; i < argc; i++) put(&b, argv[i]);
+    for (char **e = environ; *e; e++) put(&b, *e);
+    if (b.len > MAX_REQUEST) {
+        say(name, "its arguments and environment are over %d bytes", MAX_REQUEST);
+        return NOT_STARTED;
+    }
+    uint32_t len = (uint32_t)b.len;
+    int fds[3] = {0, 1, 2};
+    char control[CMSG_SPACE(sizeof fds)] = {0};
+    struct iovec iov = {.iov_base = &len, .iov_len = sizeof len};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof fds);
+    memcpy(CMSG_DATA(cm), fds, sizeof fds);
+    if (sendmsg(s, &msg, MSG_NOSIGNAL) != sizeof len || write_all(s, b.data, b.len) < 0) {
+        say(name, "the box's door closed the call (%s)", strerror(errno));
+        return NOT_STARTED;
+    }
+    /* The arguments (a job's prompt among them) leave this process's command line, which
+     * every process of the box can read: they live on only in the door's launcher. */
+    for (int i = 0; i < argc; i++) memset(argv[i], 0, strlen(argv[i]));
+
+    int sfd = signalfd(-1, &passed, SFD_CLOEXEC);
+    char reply[64];
+    size_t got = 0;
+    for (;;) {
+        struct pollfd p[2] = {{.fd = s, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        struct signalfd_siginfo info;
+        if (p[1].revents && read(sfd, &info, sizeof info) == sizeof info) {
+            char line[16];
+            int n = snprintf(line, sizeof line, "k%u\n", info.ssi_signo);
+            (void)write_all(s, line, (size_t)n);
+        }
+        if (!p[0].revents) continue;
+        ssize_t n = read(s, reply + got, sizeof reply - 1 - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += (size_t)n;
+        reply[got] = 0;
+        if (!strchr(reply, '\n')) {
+            if (got == sizeof reply - 1) break;
+            continue;
+        }
+        int value = atoi(reply + 1);
+        if (reply[0] == 'x') return value & 0xff;
+        if (reply[0] == 's' && value > 0 && value < 65) {
+            /* The jail was ended by a signal: so is this caller, as its parent expects. */
+            signal(value, SIG_DFL);
+            sigset_t one;
+            sigemptyset(&one);
+            sigaddset(&one, value);
+            sigprocmask(SIG_UNBLOCK, &one, NULL);
+            raise(value);
+            return 128 + value;
+        }
+        break;
+    }
+    say(name, "the box's door ended the call without its exit code");
+    return NOT_STARTED;
+}
+
+/* ------------------------------------------------------------------ the door */
+
+static int read_exact(int fd, void *buf, size_t n) {
+    char *p = buf;
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+static int dropped(const char *entry) {
+    for (const char *const *p = DROPPED_PREFIXES; *p; p++)
+        if (strncmp(entry, *p, strlen(*p)) == 0) return 1;
+    const char *eq = strchr(entry, '=');
+    if (!eq) return 1;
+    size_t n = (size_t)(eq - entry);
+    for (const char *const *d = DROPPED; *d; d++)
+        if (strlen(*d) == n && strncmp(entry, *d, n) == 0) return 1;
+    return 0;
+}
+
+static long ms_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* One call, in a process of its own: read it, start its launcher, wait. */
+static void handle(int conn) {
+    uint32_t len = 0;
+    int fds[3] = {-1, -1, -1};
+    char control[CMSG_SPACE(sizeof fds)] = {0};
+    struct iovec iov = {.iov_base = &len, .iov_len = sizeof len};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
+    if (recvmsg(conn, &msg, MSG_CMSG_CLOEXEC) != sizeof len) _exit(0);
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+    if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof fds)) _exit(0);
+    memcpy(fds, CMSG_DATA(cm), sizeof fds);
+    if (len == 0 || len > MAX_REQUEST) _exit(0);
+    char *data = malloc(len);
+    if (!data || read_exact(conn, data, len) < 0 || data[len - 1] != 0) _exit(0);
+    dup2(fds[2], STDERR_FILENO); /* the caller's: where a refusal is said */
+
+    /* The fields, each ended by a NUL: magic, runtime, cwd, argc, args, then the env. */
+    char *fields[8];
+    char *p = data, *end = data + len;
+    for (int i = 0; i < 4; i++) {
+        if (p >= end) _exit(0);
+        fields[i] = p;
+        p += strlen(p) + 1;
+    }
+    if (strcmp(fields[0], MAGIC) != 0) _exit(0);
+    const struct runtime *rt = runtime_named(fields[1]);
+    if (!rt) {
+        say("the runtime", "the door runs claude, codex, grok, git or forge, not '%.16s'", fields[1]);
+        _exit(NOT_STARTED);
+    }
+    long argc = strtol(fields[3], NULL, 10);
+    if (argc < 0 || argc > 100000) _exit(0);
+    char **argv = calloc((size_t)argc + 3, sizeof *argv);
+    int a = 0;
+    argv[a++] = (char *)rt->launcher;
+    if (rt->first) argv[a++] = (char *)rt->first;
+    for (long i = 0; i < argc; i++) {
+        if (p >= end) _exit(0);
+        argv[a++] = p;
+        p += strlen(p) + 1;
+    }
+    argv[a] = NULL;
+    /* The launcher's --program runs any of the image's programs in the runtime's jail, the
+     * runtime's login beside it: for box check alone, never through the door. */
+    if (argc > 0 && strcmp(argv[rt->first ? 2 : 1], "--program") == 0) {
+        say(rt->name, "the door runs %s itself, never --program", rt->name);
+        _exit(NOT_STARTED);
+    }
+    size_t envs = 0;
+    for (char *q = p; q < end; q += strlen(q) + 1) envs++;
+    char **envp = calloc(envs + 3, sizeof *envp);
+    size_t e = 0;
+    const char *job_path = NULL;
+    for (; p < end; p += strlen(p) + 1) {
+        if (strncmp(p, "PATH=", 5) == 0) {
+            job_path = p + 5;
+            continue;
+        }
+        if (!dropped(p)) envp[e++] = p;
+    }
+    envp[e++] = "PATH=" SYSTEM_PATH;
+    if (job_path) {
+        char *jp = malloc(strlen(job_path) + 32);
+        sprintf(jp, "IMD_BOX_JOB_PATH=%s", job_path);
+        envp[e++] = jp;
+    }
+    envp[e] = NULL;
+
+    pid_t handler = getpid();
+    pid_t child = fork();
+    if (child < 0) {
+        say(rt->name, "the door could not fork (%s)", strerror(errno));
+        _exit(NOT_STARTED);
+    }
+    if (child == 0) {
+        setsid();
+        /* A door that dies ends the run the same way. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != handler) _exit(NOT_STARTED);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        signal(SIGCHLD, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        if (dup2(fds[0], 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[2], 2) < 0) _exit(NOT_STARTED);
+        if (chdir(fields[2]) < 0) {
+            say(rt->name, "the working directory is gone");
+            _exit(NOT_STARTED);
+        }
+        execve(rt->launcher, argv, envp);
+        say(rt->name, "%s could not be run (%s)", rt->launcher, strerror(errno));
+        _exit(NOT_STARTED);
+    }
+    for (int i = 0; i < 3; i++) close(fds[i]);
+    int dn = open("/dev/null", O_WRONLY);
+    if (dn >= 0) dup2(dn, STDERR_FILENO);
+
+    int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+    long deadline = -1; /* once the caller is gone: when the group is killed */
+    char in[64];
+    size_t got = 0;
+    for (;;) {
+        struct pollfd ps[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = deadline < 0 ? conn : -1, .events = POLLIN}};
+        int timeout = deadline < 0 ? (pidfd < 0 ? 50 : -1) : (int)(deadline - ms_now());
+        if (timeout < -1) timeout = 0;
+        int r = poll(ps, 2, timeout);
+        if (r < 0 && errno != EINTR) break;
+        siginfo_t info = {0};
+        if (waitid(P_PID, (id_t)child, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == child) {
+            /* Whatever the launcher left in its group goes with it (the group's id is still
+             * its own until it is reaped). */
+            kill(-child, SIGKILL);
+            waitpid(child, NULL, 0);
+            char line[32];
+            int n = info.si_code == CLD_EXITED ? snprintf(line, sizeof line, "x%d\n", info.si_status)
+                                               : snprintf(line, sizeof line, "s%d\n", info.si_status);
+            (void)write_all(conn, line, (size_t)n);
+            _exit(0);
+        }
+        if (deadline >= 0 && ms_now() >= deadline) {
+            kill(-child, SIGKILL);
+            deadline = ms_now() + 60000;
+            continue;
+        }
+        if (deadline < 0 && ps[1].revents) {
+            ssize_t n = read(conn, in + got, sizeof in - 1 - got);
+            if (n <= 0) {
+                /* The caller is gone: its jail ends. */
+                kill(child, SIGTERM);
+                deadline = ms_now() + GRACE_MS;
+                continue;
+            }
+            got += (size_t)n;
+            in[got] = 0;
+            char *nl;
+            while ((nl = strchr(in, '\n'))) {
+                *nl = 0;
+                int sig = in[0] == 'k' ? atoi(in + 1) : 0;
+                if (sig > 0 && sig < 65 && sig != SIGKILL && sig != SIGSTOP) kill(child, sig);
+                size_t rest = got - (size_t)(nl + 1 - in);
+                memmove(in, nl + 1, rest + 1);
+                got = rest;
+            }
+            if (got == sizeof in - 1) got = 0;
+        }
+    }
+    _exit(0);
+}
+
+static void reap(int sig) {
+    (void)sig;
+    int saved = errno;
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
+    errno = saved;
+}
+
+static int listen_and_serve(void) {
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    strcpy(addr.sun_path, SOCKET_PATH);
+    struct stat st;
+    if (lstat(SOCKET_PATH, &st) == 0 && S_ISSOCK(st.st_mode)) unlink(SOCKET_PATH);
+    umask(077);
+    if (s < 0 || bind(s, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(s, 64) < 0) {
+        dprintf(STDERR_FILENO, "imd-box: the door could not listen at %s: %s\n", SOCKET_PATH, strerror(errno));
+        return 1;
+    }
+    struct sigaction sa = {.sa_handler = reap, .sa_flags = SA_RESTART | SA_NOCLDSTOP};
+    sigaction(SIGCHLD, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    for (;;) {
+        int conn = accept4(s, NULL, NULL, SOCK_CLOEXEC);
+        if (conn < 0) continue;
+        pid_t pid = fork();
+        if (pid == 0) {
+            close(s);
+            signal(SIGCHLD, SIG_DFL);
+            handle(conn);
+        }
+        close(conn);
+    }
+}
+
+/* The door, and again if it dies: calls under way live on in their own processes. */
+static int serve(void) {
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    for (;;) {
+        long started = ms_now();
+        pid_t door = fork();
+        if (door == 0) _exit(listen_and_serve());
+        int status = 0;
+        while (door > 0 && waitpid(door, &status, 0) < 0 && errno == EINTR) {
+        }
+        dprintf(STDERR_FILENO, "imd-box: the door ended (%s %d); it starts again\n",
+                WIFSIGNALED(status) ? "signal" : "exit code", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        /* At once, unless it could not even start. */
+        if (ms_now() - started < 1000) sleep(1);
+    }
+}
+
+/* ------------------------------------------------------------------ Landlock */
+
+static int landlock(char **argv) {
+    long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, CREATE_RULESET_VERSION);
+    if (abi < 1) {
+        dprintf(STDERR_FILENO, "imd-box: this engine's kernel has no Landlock (%s): the worker may signal the door and "
+                               "the jobs' jails; update the engine (Docker Desktop) and run 'box check'\n",
+                strerror(errno));
+        execvp(argv[0], argv);
+        return 127;
+    }
+    struct ruleset_attr attr = {0};
+    size_t size;
+    if (abi >= 6) {
+        /* A domain that limits no file access leaves mounts to the view (the worker's own
+         * sandboxes), and still keeps every process outside it out of reach. */
+        attr.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL;
+        size = sizeof attr;
+    } else {
+        /* Before scopes, a domain must handle an access: making block devices, which imd
+         * never may. */
+        attr.handled_access_fs = ACCESS_FS_MAKE_BLOCK;
+        size = sizeof attr.handled_access_fs;
+    }
+    int fd = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
+    if (fd < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || syscall(SYS_landlock_restrict_self, fd, 0) < 0) {
+        dprintf(STDERR_FILENO, "imd-box: the worker's view could not be made (Landlock: %s)\n", strerror(errno));
+        return NOT_STARTED;
+    }
+    close(fd);
+    execvp(argv[0], argv);
+    dprintf(STDERR_FILENO, "imd-box: %s could not be run: %s\n", argv[0], strerror(errno));
+    return 127;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "serve") == 0) return serve();
+    if (argc >= 2 && strcmp(argv[1], "ping") == 0) {
+        int s = connect_door();
+        return s < 0 ? 1 : 0;
+    }
+    if (argc >= 3 && strcmp(argv[1], "landlock") == 0) return landlock(argv + 2);
+    if (argc >= 3 && strcmp(argv[1], "call") == 0) return call(argv[2], argc - 3, argv + 3);
+    if (argc >= 3 && strncmp(argv[1], "stand-in:", 9) == 0) {
+        const char *runtime = argv[1] + 9;
+        char **rest = argv + 3;
+        int n = argc - 3;
+        /* The jail's stand-in, run as itself or through the hands' links to it. */
+        const char *base = strrchr(argv[2], '/');
+        base = base ? base + 1 : argv[2];
+        if (!*runtime && strstr(argv[2], "/hands/") && (strcmp(base, "git") == 0 || strcmp(base, "forge") == 0))
+            runtime = base;
+        if (!*runtime) {
+            if (n < 1) {
+                say("the runtime", "name one: claude, codex, grok, git or forge");
+                return NOT_STARTED;
+            }
+            runtime = rest[0];
+            rest++;
+            n--;
+        }
+        return call(runtime, n, rest);
+    }
+    dprintf(STDERR_FILENO, "usage: door serve | ping | call RUNTIME ARGS... | landlock COMMAND...\n");
+    return 64;
+}

@@ -71,9 +71,9 @@ def has_browser(docker_client, box_image):
 
 # The lines a job's jail runs again, on its network of its own: each FAILs where no jail runs.
 FROM_A_JOBS_JAIL = set(walls.FROM_A_JOBS_JAIL)
-# A twin's check runs every line but the browser's, the jail's own (the read jail's and the
-# worker's hands') and those a job's jail runs again, unless its break is theirs:
-# read_jail=True (16 and 23), hands=True (23), network=True, or browser=True (every line) for
+# A twin's check runs every line but the browser's, the jail's own (the read jail's, the
+# worker's hands' and its view's) and those a job's jail runs again, unless its break is theirs:
+# read_jail=True (16 and 23), hands=True (23), view=True (24), network=True, or browser=True (every line) for
 # a break of the browser's or one that stops Chromium too. Those are a check's costliest
 # (Chromium in 15 and 16; the jail's pass over the network, first and alone; the worker's git
 # and forge in 23), and some forty twins would prove again what the healthy runs prove.
@@ -81,7 +81,7 @@ FROM_A_JOBS_JAIL = set(walls.FROM_A_JOBS_JAIL)
 # box: the other networks hold only those lines' targets.
 BUT_THE_BROWSER = [w.id for w in WALLS if w.id != "browser"]
 THE_JAILS = {"read_jail", "worker_hands"}
-TWINS_LINES = [w for w in BUT_THE_BROWSER if w not in THE_JAILS and w not in FROM_A_JOBS_JAIL]
+TWINS_LINES = [w for w in BUT_THE_BROWSER if w not in THE_JAILS and w != "worker_view" and w not in FROM_A_JOBS_JAIL]
 
 
 @pytest.fixture(scope="module")
@@ -92,10 +92,12 @@ def check(docker_client, box_image, topology, home_volume):
         browser: bool = False,
         read_jail: bool = False,
         hands: bool = False,
+        view: bool = False,
         network: bool = False,
         **kw,
     ) -> Report:
         more = (THE_JAILS if read_jail else set()) | ({"worker_hands"} if hands else set())
+        more |= {"worker_view"} if view else set()
         only = () if browser else TWINS_LINES + sorted(more | (FROM_A_JOBS_JAIL if network else set()))
         whole_world = browser or network
         with patched_image(docker_client, box_image, patch or {}) as image:
@@ -308,6 +310,12 @@ HEALTHY_EVIDENCE = {
         "from a job's jail: 8 host address(es)",
         "198.51.100.129:80 ECONNREFUSED",
     ],
+    # No agent CLI in this volume: the launchers, the jail and the hands' git and forge, each by
+    # name or path and its realpath.
+    "worker_view": [
+        "9 ways to start an agent CLI, git or forge all call the door; no login;",
+        "the door's /proc and signals out of reach; the worker's git ran in a job's jail",
+    ],
 }
 
 
@@ -330,13 +338,14 @@ def test_1_user_root_in_the_box(check, has_browser):
         patch=drop_with("--reuid=imd --regid=imd --init-groups", "--reuid=0 --regid=0 --clear-groups"), browser=True
     )
     # Root without capabilities cannot enter imd's 700 home to set up the read jail's test (16),
-    # the worker's hands' (23) or a job's workspace for the network lines' jail, nor map uid 0
-    # into a user namespace without CAP_SETFCAP (17); Chromium's sandbox fails too.
-    failing = {"user", "read_jail", "jailed_root", "worker_hands", *FROM_A_JOBS_JAIL}
+    # the worker's hands' (23), its view's (24) or a job's workspace for the network lines' jail,
+    # nor map uid 0 into a user namespace without CAP_SETFCAP (17); Chromium's sandbox fails too.
+    failing = {"user", "read_jail", "jailed_root", "worker_hands", "worker_view", *FROM_A_JOBS_JAIL}
     expect_failed(report, failing, has_browser, browser_fails=True)
     assert "from a job's jail: cannot make the job's workspace in /home/imd (EACCES)" in report.by_id("lan").detail
     assert "cannot set up the test" in report.by_id("read_jail").detail
     assert "cannot set up the test" in report.by_id("worker_hands").detail
+    assert "cannot set up the test" in report.by_id("worker_view").detail
     assert "could not become root in a user namespace" in report.by_id("jailed_root").detail
     assert "uid 0" in report.by_id("user").detail
 
@@ -679,7 +688,7 @@ def test_16_17_no_user_namespaces(check, has_browser):
         kw["security_opt"] = [o for o in kw["security_opt"] if not o.startswith("seccomp")] + [f"seccomp={upstream}"]
 
     report = check(mutate=docker_default, read_jail=True, network=True)
-    failed = set(report.failed()) - {"browser"}  # not asked (Chromium's sandbox needs user namespaces too)
+    failed = set(report.failed()) & asked(report)  # not the browser (Chromium's sandbox needs user namespaces too)
     assert failed == {"read_jail", "jailed_root", "worker_hands", *FROM_A_JOBS_JAIL}, show(report)
     assert "No permissions to create a new namespace" in report.by_id("metadata").detail, show(report)
     detail = report.by_id("read_jail").detail
@@ -801,6 +810,33 @@ def test_23_the_workers_hands_without_their_filter(check, has_browser):
         "(node/imd-box-check-link.sol, imd-box-check-link.bundle)" in detail
     ), detail
     assert " READ " not in detail and " showed " not in detail, detail  # the jail holds the rest
+
+
+def view_with(*changes: tuple[str, str]) -> dict:
+    return script_with("worker/door/view", layout.WORKER_VIEW, *changes)
+
+
+def test_24_a_view_with_the_images_git(check, has_browser):
+    # The view without its git stand-in: /usr/bin/git there is the image's, which a worker may
+    # run by its path on a job's tree, outside every jail.
+    report = check(patch=view_with(('  --ro-bind "$standins/git" /usr/bin/git\n', "")), view=True)
+    expect_failed(report, {"worker_view"}, has_browser)
+    assert "/usr/bin/git is a real program there" in report.by_id("worker_view").detail
+
+
+def test_24_a_view_without_landlock(check, has_browser):
+    # The view as it is, but no Landlock domain: a worker can signal the door (and a jail).
+    report = check(patch=view_with(('-- "$DOOR" landlock /usr/bin/env', "-- /usr/bin/env")), view=True)
+    expect_failed(report, {"worker_view"}, has_browser)
+    assert "the door can be signalled from there (no Landlock)" in report.by_id("worker_view").detail
+
+
+def test_24_a_door_that_runs_the_program_unjailed(check, has_browser):
+    # A door whose git is the image's, run outside every jail: the worker's git sees the home.
+    plain = {f"{layout.JAIL}": (b'#!/bin/bash\n[ "$1" = git ] && shift && exec /usr/bin/git "$@"\nexit 70\n', 0o755)}
+    report = check(patch=plain, view=True)
+    expect_failed(report, {"worker_view"}, has_browser)
+    assert "the worker's git ran outside a job's jail" in report.by_id("worker_view").detail
 
 
 def test_22_the_host_addresses_not_given_to_the_firewall(check, has_browser):

@@ -32,8 +32,8 @@ def all_ok():
 
 
 def test_walls_numbered_in_order():
-    assert [w.number for w in WALLS] == list(range(1, 24))
-    assert len({w.id for w in WALLS}) == 23
+    assert [w.number for w in WALLS] == list(range(1, 25))
+    assert len({w.id for w in WALLS}) == 24
 
 
 def test_every_wall_has_a_probe():
@@ -216,7 +216,7 @@ def test_render_and_svg():
     console = Console(record=True, width=150, file=__import__("io").StringIO())
     render(report, console)
     text = console.export_text()
-    assert "23 walls checked in 4.2 s: 1 FAIL (23)" in text
+    assert "24 walls checked in 4.2 s: 1 FAIL (24)" in text
     assert "FAIL" in text and "ok" in text
     assert console.export_svg().startswith("<svg")
 

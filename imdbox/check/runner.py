@@ -24,7 +24,19 @@ from typing import Callable, Optional
 from urllib.parse import urlsplit
 
 from .. import browser, names, protocol
-from ..layout import CLAUDE_JAIL, CLAUDE_SETTINGS, HANDS_DIR, IP6TABLES, IPTABLES, JAIL, NODE, SANDBOX_RUNTIME
+from ..layout import (
+    CLAUDE_JAIL,
+    CLAUDE_SETTINGS,
+    CODEX_JAIL,
+    DOOR,
+    HANDS_DIR,
+    IP6TABLES,
+    IPTABLES,
+    JAIL,
+    NODE,
+    SANDBOX_RUNTIME,
+    WORKER_VIEW,
+)
 from ..runflags import PIDS_LIMIT, SYSTEM_PATH, RunFlags
 from . import counters
 from .report import Report, Result
@@ -33,7 +45,7 @@ from .walls import FROM_A_JOBS_JAIL, WALLS
 # The probe, in parts that are ES modules of their own (each linted as one), and shipped as
 # one script: probe_source() puts them together in this order.
 PROBE_DIR = Path(__file__).with_name("probe")
-PROBE_PARTS = ("base", "box", "network", "jail", "main")
+PROBE_PARTS = ("base", "box", "network", "jail", "view", "main")
 _IMPORT = re.compile(r'^import (?:(\w+)|\{ ([\w, ]+) \}) from "([^"]+)";$')
 
 
@@ -107,6 +119,10 @@ TOOLS = {
     "hands_git": f"{HANDS_DIR}/git",
     "hands_forge": f"{HANDS_DIR}/forge",
     "env": "/usr/bin/env",
+    # The worker's view and its door (line 24), and Codex as the worker starts it.
+    "view": WORKER_VIEW,
+    "door": DOOR,
+    "codex": CODEX_JAIL,
 }
 
 

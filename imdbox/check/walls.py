@@ -38,6 +38,7 @@ WALLS: list[Wall] = [
     Wall(21, "read_only", "the image is read-only: nobody can change it"),
     Wall(22, "host_addrs", "the Mac by any of its addresses: refused"),
     Wall(23, "worker_hands", "the worker's hands: its git and forge on a job's tree"),
+    Wall(24, "worker_view", "the worker's view: no agent CLI, login or git of its own"),
 ]
 
 BY_ID = {w.id: w for w in WALLS}

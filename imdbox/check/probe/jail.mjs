@@ -45,7 +45,7 @@ export function makeDirs(dir, made) {
 }
 
 /** A file that is not there yet, made for the test (never over a real one: O_EXCL). */
-function makeCanary(file, made) {
+export function makeCanary(file, made) {
   makeDirs(path.dirname(file), made);
   fs.writeFileSync(file, CANARY_TEXT, { mode: 0o600, flag: "wx" });
   made.push({ path: file, ino: fs.statSync(file).ino });

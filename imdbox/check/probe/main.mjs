@@ -4,13 +4,14 @@ import { cfg, LINE_MS, IN_JAIL, RESULT_MARK, short } from "./base.mjs";
 import { user, capabilities, noNewPrivs, seccomp, mounts, firewall, resources, secrets, readOnly, image } from "./box.mjs";
 import { mac, lan, tailscale, metadata, multicast, ipv6, dnsWall, internet, browser, hostAddrs, fromJobsJail } from "./network.mjs";
 import { cleanup, MADE, MADE_HANDS, readJail, jailedRoot, workerHands } from "./jail.mjs";
+import { MADE_VIEW, workerView } from "./view.mjs";
 
 // ------------------------------------------------------------------ run them all
 
 const CHECKS = {
   user, capabilities, no_new_privs: noNewPrivs, seccomp, mounts, firewall, mac, lan, tailscale, metadata,
   multicast, ipv6, dns: dnsWall, internet, browser, read_jail: readJail, jailed_root: jailedRoot, resources,
-  secrets, image, read_only: readOnly, host_addrs: hostAddrs, worker_hands: workerHands,
+  secrets, image, read_only: readOnly, host_addrs: hostAddrs, worker_hands: workerHands, worker_view: workerView,
 }; // prettier-ignore
 
 async function guarded(id, fn) {
@@ -47,5 +48,6 @@ const results = await Promise.all(
 );
 cleanup(MADE);
 cleanup(MADE_HANDS);
+cleanup(MADE_VIEW);
 process.stdout.write(`${RESULT_MARK}${JSON.stringify({ results, jailed })}\n`);
 process.exit(0);

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Optional
 
-from imdbox.layout import HANDS_DIR
+from imdbox.layout import HANDS_DIR, WORKER_VIEW
 from tests.harness import boxes
 from tests.harness.boxes import as_imd
 from tests.harness.jobs import HOME, WORK_ROOT
@@ -142,14 +142,14 @@ for _ in $(seq 1 50); do /usr/bin/git ls-remote git://127.0.0.1:{port}/$(ls {bas
 
 def worker_steps(box, phase: str, space: str, spec: dict, *, defended: bool, env: Optional[dict] = None) -> dict:
     """The stand-in worker's steps ("before" or "after" the agent, or a research task's), as the
-    worker runs them in the box: its PATH (the box's hands first; `defended=False`, without
-    them), its environment (and `env`). What it would send."""
+    worker runs them in the box: in its view, its PATH (the box's hands first; `defended=False`,
+    outside the view and without them), its environment (and `env`). What it would send."""
     path = "" if defended else f"PATH=${{PATH#{HANDS_DIR}:}} "
     path += "".join(f"{k}={shlex.quote(v)} " for k, v in (env or {}).items())
     js = f"/tmp/imdt-steps-{uuid.uuid4().hex}.mjs"
     script = (
         f"printf %s {shlex.quote(STEPS_JS)} > {js} && mkdir -p {WORK_ROOT} && cd {WORK_ROOT} && "
-        f"{path}node {js} {phase} {space} {shlex.quote(json.dumps(spec))}; code=$?; rm -f {js}; exit $code"
+        f"{path}{in_view(defended)}node {js} {phase} {space} {shlex.quote(json.dumps(spec))}; code=$?; rm -f {js}; exit $code"
     )
     code, out = as_imd(box, script, timeout=240)
     assert code == 0 and "\nsent " in f"\n{out}", out
@@ -211,7 +211,13 @@ g=$(mktemp -d) && cd $g && /usr/bin/git init -q -b main .
 
 
 def campaign(box, url: str, base: str, *, defended: bool, project: str = ".") -> tuple[int, str]:
-    """The worker's campaign steps in the box, through its hands (`defended=False`, without them)."""
+    """The worker's campaign steps in the box, in its view, through its hands (`defended=False`,
+    outside the view and without them)."""
     path = "" if defended else f"PATH=${{PATH#{HANDS_DIR}:}} "
     args = " ".join(map(shlex.quote, (url, base, project)))
-    return as_imd(box, f"{path}bash -c {shlex.quote(CAMPAIGN_SH)} campaign {args}", timeout=240)
+    return as_imd(box, f"{path}{in_view(defended)}bash -c {shlex.quote(CAMPAIGN_SH)} campaign {args}", timeout=240)
+
+
+def in_view(defended: bool) -> str:
+    """What runs a command in the worker's view of the box, as the worker runs (or nothing)."""
+    return f"{WORKER_VIEW} " if defended else ""

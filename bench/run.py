@@ -42,6 +42,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -55,7 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.report import GB, MB, Row, layer_step, machine, table  # noqa: E402
-from imdbox.layout import JAIL  # noqa: E402
+from imdbox.layout import JAIL, WORKER_VIEW  # noqa: E402
 from tests.harness import boxes  # noqa: E402
 from tests.harness import machine as test_machine  # noqa: E402  (the test topology: one per machine, under the tests' lock)
 from tests.harness.cli import cli_env, run_box, start_box  # noqa: E402
@@ -74,6 +75,7 @@ GOALS = {
     "hands": 1.2,  # the worker's jailed git and forge steps over the plain ones
     "v4hook": 1.1,  # the same on a v4 hook job, whose compile outweighs the calls' own cost
     "net": 0.1,  # a job's jail with its own network, an empty run start to end
+    "door": 0.010,  # a call through the door over the same call as the worker made it before the door
 }
 
 
@@ -332,6 +334,7 @@ class Bench:
             "scripted job, jailed (6 tool calls)", goal=GOALS["job"], note="the real Claude Code, scripted model"
         )
         plain = Row("scripted job, no jail", note="the same script, the same box, IDENTITYMD_CLAUDE_BIN unset")
+        jailed.note += "; from the worker's view, through the door"
         log("waiting for the machine lock (a test run may hold it), then installing the agent CLIs")
         with test_machine.held(), agents.installed(self.client, self.image) as volume:
             box = boxes.start_walled(self.client, self.image, None, volume=volume, alone_on=self.args.network)
@@ -340,7 +343,7 @@ class Bench:
                     for row, jail in ((jailed, True), (plain, False)):
                         log(f"job {i + 1}/{self.args.runs} ({'jailed' if jail else 'no jail'})")
                         t0 = time.perf_counter()
-                        run = jobs.play(self.client, self.image, box, steps, jailed=jail)
+                        run = jobs.play(self.client, self.image, box, steps, jailed=jail, view=jail)
                         elapsed = time.perf_counter() - t0
                         if run.code != 0 or len(run.results) != len(steps):
                             raise RuntimeError(f"the scripted job failed: {tail(str(run))}")
@@ -361,9 +364,40 @@ class Bench:
                 if code != 0:
                     raise RuntimeError(f"the jail did not run: {tail(out)}")
                 net.samples += [int(line.split()[1]) / 1e6 for line in out.splitlines() if line.startswith("took ")]
+                door, before = self._door(box)
             finally:
                 box.remove(force=True)
         self.rows += [jailed, plain, cost_row("the jail's cost (jailed / no jail)", jailed, plain, GOALS["jail"]), net]
+        added = statistics.median(door.samples) - statistics.median(before.samples)
+        cost = Row("the door's cost (through it − before it)", value_text=f"{added * 1000:+.1f} ms")
+        cost.met, cost.note = (
+            added <= GOALS["door"],
+            f"goal ≤ +{GOALS['door'] * 1000:.0f} ms, medians of alternating runs",
+        )
+        self.rows += [door, before, cost]
+
+    def _door(self, box) -> tuple[Row, Row]:
+        """A job's start through the door (the worker's git in its view: the stand-in, the door,
+        the launcher, the job's jail) against the same start as the worker made it before the
+        door (worker/hands/git, the launcher itself): `git --version` in a job's node, each
+        alternating batch in one shell."""
+        from tests.harness import jobs
+
+        door = Row("a job's start through the door", note="`git --version` in a job's node, from the worker's view")
+        before = Row("a job's start before the door", note="the same, the launcher run by the worker itself")
+        node = f"{jobs.WORK_ROOT}/bench/node"
+        loop = (
+            f"mkdir -p {node} && cd {node} && for i in $(seq 10); do s=$EPOCHREALTIME; "
+            'git --version >/dev/null || exit 1; echo "took $(( ${EPOCHREALTIME/./} - ${s/./} ))"; done'
+        )
+        for i in range(max(self.args.runs, 3)):
+            for row, script in ((door, f"exec {WORKER_VIEW} /bin/bash -c {shlex.quote(loop)}"), (before, loop)):
+                log(f"{row.metric} {i + 1}")
+                code, out = boxes.as_imd(box, script, timeout=120)
+                if code != 0:
+                    raise RuntimeError(f"{row.metric} did not run: {tail(out)}")
+                row.samples += [int(line.split()[1]) / 1e6 for line in out.splitlines() if line.startswith("took ")]
+        return door, before
 
     # ---------------------------------------------------------------- the worker's hands
     def _worker_steps(self, jailed: Row, plain: Row, install, task, change) -> None:

@@ -22,6 +22,9 @@ SANDBOX_BWRAP = f"{WORKER_DIR}/bwrap"
 # process outside it): the image's CMD runs the worker in it, and box the worker's commands.
 WORKER_VIEW = f"{WORKER_DIR}/door/view"
 DOOR = f"{WORKER_DIR}/door/door"
+DOOR_DIR = "/tmp/.imd-box-door"  # its socket's folder, in the box's /tmp (no jail has it)
+# The paths the box's scripts share (sourced), which tests/test_protocol_unit.py holds to these.
+PATHS = f"{WORKER_DIR}/paths"
 # The git and forge the worker runs on a job's tree (first on its PATH): each in that job's jail.
 HANDS_DIR = f"{WORKER_DIR}/hands"
 # Their seccomp filter (seccomp/hands.py): nothing they run makes a link.

@@ -22,7 +22,7 @@ SHARED = [
     ("the privilege drop", layout.AS_IMD, ["entrypoint.sh"]),
     ("Claude Code's launcher", layout.CLAUDE_JAIL, ["worker/as-imd"]),
     ("Codex's launcher", layout.CODEX_JAIL, ["worker/as-imd"]),
-    ("the jobs' jail", layout.JAIL, ["worker/claude", "worker/codex"]),
+    ("the jobs' jail", layout.JAIL, ["worker/codex"]),
     ("the worker's view", layout.WORKER_VIEW, ["Dockerfile"]),
     ("the door", layout.DOOR, ["Dockerfile", "worker/healthy"]),
     ("the sandbox's bubblewrap", layout.SANDBOX_BWRAP, ["image/claude-code/managed-settings.json"]),
@@ -38,3 +38,36 @@ SHARED = [
 def test_each_script_says_what_box_reads(what, text, files):
     for f in files:
         assert text in (ROOT / f).read_text(), f"{f} no longer has {what}: {text!r}"
+
+
+def shared_paths() -> dict[str, str]:
+    """worker/paths, each `readonly NAME=value` with the names before it expanded."""
+    paths: dict[str, str] = {}
+    for line in (ROOT / "worker" / "paths").read_text().splitlines():
+        if line.startswith("readonly "):
+            name, _, value = line[len("readonly ") :].partition("=")
+            for known, text in sorted(paths.items(), key=lambda p: -len(p[0])):
+                value = value.replace(f"${known}", text)
+            paths[name] = value
+    return paths
+
+
+def test_the_scripts_paths_are_layouts():
+    paths = shared_paths()
+    assert {
+        "HOME_DIR": names.HOME,
+        "WORKER_DIR": layout.WORKER_DIR,
+        "JAIL": layout.JAIL,
+        "ROOMS": layout.JAIL_ROOMS,
+        "HANDS": layout.HANDS_DIR,
+        "FILTER": layout.HANDS_FILTER,
+        "DOOR": layout.DOOR,
+        "DOOR_DIR": layout.DOOR_DIR,
+    }.items() <= paths.items(), paths
+    # The door, in C, names the same: where it runs the launchers, and its socket.
+    door = (ROOT / "worker" / "door" / "door.c").read_text()
+    assert f'#define WORKER_DIR "{layout.WORKER_DIR}"' in door
+    assert f'#define SOCKET_PATH "{layout.DOOR_DIR}/door.sock"' in door
+    # Each script that names them sources the file, by its one path.
+    for script in ("worker/jail", "worker/claude", "worker/door/view"):
+        assert f". {layout.PATHS}\n" in (ROOT / script).read_text(), script

@@ -150,6 +150,8 @@ def test_setup_installs_the_verified_worker_and_offers_the_browser(docker_client
     assert r.returncode == 1, r.all
     assert f"  ✓ tool browse ready · {browser.LAUNCHER}" in r.stdout, r.all
     assert "  ✗ enrollment  this device has never paired here" in r.stdout
+    # The stand-in's sandbox check: through the door, the run is in a job's jail.
+    assert "  ✓ claude jail a run reads its workspace, not the config" in r.stdout, r.all
     assert "  1 thing to fix: enrollment" in r.stdout
     assert "one-off box with the same walls" in r.stdout
     # Setup again: the worker replaces the tool, never a second entry.
@@ -349,6 +351,7 @@ def test_runtime_saves_one_and_restarts_the_worker(docker_client, bx):
         assert "(using codex, as asked)" in logs
         r = bx.run("status")
         assert "  → codex   " in r.stdout and "  ✓ codex run  " in r.stdout, r.all  # doctor --runtime codex
+        assert "  ✓ codex jail  a run reads its workspace, not the config" in r.stdout, r.all  # in the running box
     finally:
         r = bx.run("runtime", "claude")
         assert r.returncode == 0 and "removing the codex CLI" in r.all, r.all

@@ -345,9 +345,12 @@ def test_doctor_format_pairing_and_unlink(home, feed, probe_ok):
     assert r.returncode == 0, r.stderr
     assert "  Open this in a browser with the wallet that owns your IdentityMD NFT:" in r.stdout
     assert "  Paired. Token " in r.stdout and "  Run: imd start" in r.stdout
+    # The sandbox check, on this machine, where no jail holds the stand-in agent (the box's
+    # doctor passes it: tests/test_cli_box.py).
     doc = _imd(env, "doctor", "--runtime", "claude")
-    assert doc.returncode == 0, doc.stdout
-    assert doc.stdout.endswith("\n  everything checks out. If the network is quiet, so is this machine.\n\n")
+    assert doc.returncode == 1, doc.stdout
+    assert f"  ✗ claude jail a run reads {home / '.identitymd' / 'config.json'}" in doc.stdout.splitlines()
+    assert doc.stdout.endswith("\n  1 thing to fix: claude jail\n\n")
     r = _imd(env, "doctor", "--runtime", "grok")
     assert r.returncode == 1 and r.stderr == "--runtime must be one of: claude, codex\n"
     (home / "probe-fails").write_text("#!/bin/sh\nexit 3\n")
@@ -357,7 +360,7 @@ def test_doctor_format_pairing_and_unlink(home, feed, probe_ok):
     assert doc.returncode == 1
     assert f"  ✗ tool browse {home / 'probe-fails'} did not answer its probe" in doc.stdout
     assert f"                fix: run {home / 'probe-fails'} --version by hand" in doc.stdout
-    assert doc.stdout.endswith("\n  1 thing to fix: tool browse\n\n")
+    assert doc.stdout.endswith("\n  2 things to fix: tool browse, claude jail\n\n")
     r = _imd(env, "unlink")
     assert r.returncode == 0 and "  Unlinked. That NFT can now be paired to another machine." in r.stdout
     r = _imd(env, "unlink")

@@ -1,11 +1,34 @@
 #!/usr/bin/env node
 // A stand-in agent CLI (claude, codex or grok) for the box's tests.
 "use strict";
+const fs = require("node:fs");
 const pkg = require("../package.json");
+// The stand-in worker's sandbox check (imd doctor): read each file after this line, and say so.
+const SANDBOX_CHECK = "imd sandbox check: read each file below";
 if (process.argv.includes("--version")) {
   console.log(`${pkg.version} (${pkg.name}, fake)`);
 } else if (process.argv.includes("-p")) {
-  console.log("OK"); // the worker's one-line smoke run (imd doctor)
+  // The prompt follows -p, or is on stdin, where the box's launcher moves it.
+  let prompt = process.argv[process.argv.indexOf("-p") + 1];
+  if (prompt === undefined || prompt.startsWith("-")) {
+    try {
+      prompt = fs.readFileSync(0, "utf8");
+    } catch {
+      prompt = "";
+    }
+  }
+  if (prompt.startsWith(SANDBOX_CHECK)) {
+    for (const file of prompt.trim().split("\n").slice(1)) {
+      try {
+        fs.readFileSync(file);
+        console.log(`read ${file}`);
+      } catch (e) {
+        console.log(`${e.code} ${file}`);
+      }
+    }
+  } else {
+    console.log("OK"); // the worker's one-line smoke run (imd doctor)
+  }
 } else {
   console.log(`${pkg.name} (fake): nothing to do here`);
 }

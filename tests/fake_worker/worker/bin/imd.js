@@ -360,6 +360,32 @@ function smokeRun(runtime, workRoot) {
   }
 }
 
+// "imd doctor adds a sandbox check per installed runtime" (release notes, 0.1.2): a run of the
+// runtime, as tasks run it, must read its workspace and must not read the worker's config (the
+// device key). The real one asks its own sandbox (Claude's settings, Codex's --sandbox); this
+// stand-in has none, so only a jail around the runtime (the box's) passes it.
+const SANDBOX_CHECK = "imd sandbox check: read each file below";
+function sandboxCheck(runtime, workRoot) {
+  fs.mkdirSync(workRoot, { recursive: true });
+  const workspace = fs.mkdtempSync(path.join(workRoot, "doctor-"));
+  const own = path.join(workspace, "sandbox-probe");
+  fs.writeFileSync(own, "probe\n");
+  const name = `${runtime.id} jail`;
+  try {
+    const prompt = `${SANDBOX_CHECK}\n${CONFIG}\n${own}`;
+    const run = spawnSync(runtime.bin, ["-p", prompt], { cwd: workspace, encoding: "utf8", timeout: 90_000 });
+    const said = String(run.stdout ?? "").split("\n");
+    const fix = "run tasks only where the runtime's jail holds; a linked machine declines them otherwise";
+    if (said.includes(`read ${CONFIG}`)) return { name, ok: false, detail: `a run reads ${CONFIG}`, fix };
+    if (!said.includes(`read ${own}`)) {
+      return { name, ok: false, detail: `a run cannot read its workspace: ${firstLine(run.stderr || run.stdout)}`, fix };
+    }
+    return { name, ok: true, detail: "a run reads its workspace, not the config" };
+  } finally {
+    fs.rmSync(workspace, { recursive: true, force: true });
+  }
+}
+
 function checkWorkRoot(root) {
   try {
     fs.mkdirSync(root, { recursive: true });
@@ -407,6 +433,8 @@ function doctor(runtimeValue) {
     // A runtime the worker does not run tasks on is shown, never counted.
     return inUse.has(r.id) ? check : { ...check, ok: null, detail: `${check.detail} · not used for tasks, so not counted` };
   });
+  // Only where a config exists is there one to keep from a run.
+  const jails = fs.existsSync(CONFIG) ? usable.filter((r) => inUse.has(r.id)).map((r) => sandboxCheck(r, workRoot)) : [];
   const toolChecks = toolStatuses().map(({ tool, missing, probed }) => ({
     name: `tool ${tool.id}`.slice(0, 11),
     ok: missing.length === 0 && probed === true,
@@ -421,6 +449,7 @@ function doctor(runtimeValue) {
     forge,
     ...toolChecks,
     ...(usable.length ? runs : [{ name: "runtime", ok: false, detail: "no usable agent runtime", fix: "install Claude Code or the Codex CLI and sign in" }]),
+    ...jails,
     checkWorkRoot(workRoot),
     config ? checkConfigMode() : { name: "config", ok: false, detail: "none yet", fix: "run `imd start`" },
   ];

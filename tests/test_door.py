@@ -179,6 +179,22 @@ def test_the_view_holds_no_real_cli_and_no_login(box):
     assert "E   L   F" in out, out
 
 
+def test_a_link_planted_in_the_view_never_reaches_the_home(box):
+    """The CLIs' state folders are empty folders of the view's own, made first where they are
+    missing: a link the worker plants there, for the owner's first login to be written through
+    (`box shell`, /login), stays in the view. Outside it the folder holds no link."""
+    state = f"{HOME}/.grok"
+    plant = f"mkdir -p {state} && ln -s {HOME}/imdt-visible {state}/user-settings.json && echo planted"
+    try:
+        assert as_imd(box, f"[ ! -e {state} ] || mv {state} {state}.imdt")[0] == 0
+        code, out = as_imd(box, in_view(plant))
+        assert (code, out.strip()) == (0, "planted"), out
+        code, out = as_imd(box, f"ls -A {state}; [ -d {state} ] && stat -c %a {state}")
+        assert (code, out.split()) == (0, ["700"]), out
+    finally:
+        as_imd(box, f"rm -rf {state}; [ ! -e {state}.imdt ] || mv {state}.imdt {state}")
+
+
 NAP = f"-c alias.nap={shlex.quote('!sleep 30')} nap"
 
 

@@ -178,8 +178,12 @@ def check(
         bool, typer.Option("--json", help="Print the results as JSON: a list of {wall, ok, detail}.")
     ] = False,
     svg: Annotated[
-        Optional[Path], typer.Option("--svg", help="Also write the table as an SVG picture to FILE.")
+        Optional[Path],
+        typer.Option("--svg", help="Also write the report, with every line's evidence, as an SVG picture to FILE."),
     ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show every line's evidence, not only a FAIL's.")
+    ] = False,
     url: Annotated[
         str,
         typer.Option(
@@ -195,11 +199,12 @@ def check(
 ) -> None:
     """Prove every wall from inside a throwaway box started with the worker's own flags.
 
-    One line per wall, ok or FAIL, with its evidence. Exit 0 only when every line is ok.
+    One line per wall, ok or FAIL; a FAIL's evidence under it (every line's with --verbose).
+    Exit 0 only when every line is ok.
     """
     from .check.command import main
 
-    raise typer.Exit(_run(ctx, main, json_output=json_output, svg=svg, url=url, targets_file=targets))
+    raise typer.Exit(_run(ctx, main, json_output=json_output, svg=svg, url=url, targets_file=targets, verbose=verbose))
 
 
 @app.command(short_help="Run the box in the background (restarts with Docker).")

@@ -980,10 +980,6 @@ def test_a_box_that_never_starts_fails_every_line(check):
 @pytest.mark.xdist_group("check_healthy")
 def test_draw_the_readme_picture_from_the_healthy_run(healthy):
     """README's picture is this run's table: IMD_BOX_CHECK_SVG=docs/check.svg pytest -k picture tests/test_check.py"""
-    from rich.console import Console
+    from imdbox.check.report import as_svg
 
-    from imdbox.check.report import render
-
-    console = Console(record=True, width=150, file=io.StringIO(), highlight=False)
-    render(healthy, console)
-    Path(os.environ["IMD_BOX_CHECK_SVG"]).write_text(console.export_svg(title="box check"))
+    Path(os.environ["IMD_BOX_CHECK_SVG"]).write_text(as_svg(healthy))

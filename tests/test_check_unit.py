@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
 import subprocess
 import sys
 import time
+from typing import Optional
 
 import pytest
 
@@ -13,7 +16,7 @@ from imdbox import names
 from imdbox.check import counters, runner
 from imdbox.check.command import load_targets
 from imdbox.check.counters import Counted
-from imdbox.check.report import Report, render
+from imdbox.check.report import Report, Result, render
 from imdbox.check.walls import WALLS
 from imdbox.runflags import EngineLimits, RunFlags
 from tests.harness.cli import run_box
@@ -240,3 +243,82 @@ def test_importing_the_command_loads_no_docker_or_rich():
     code = "import sys, imdbox.check.command; print(any(m.split('.')[0] in ('docker', 'rich') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=names.REPO_ROOT)
     assert out.stdout.strip() == "False", out.stderr
+
+
+# ---------------------------------------------------------------- the report at any width
+# A newcomer's terminal: 80 columns (macOS Terminal, and rich's width when piped), or fewer.
+LONG_TOKEN = "/home/imd/.identitymd/work/" + "x" * 90 + "/node"  # one word wider than any terminal
+
+
+def failing_report() -> Report:
+    """Every other wall FAILs, with long evidence (and one unbroken word in it)."""
+    results = []
+    for w in WALLS:
+        detail = f"{w.id}: " + " ".join(f"evidence-{w.number}-{i}" for i in range(40)) + f" at {LONG_TOKEN}"
+        results.append(Result(w.number, w.title, w.id, w.number % 2 == 0, detail))
+    return Report(results, 3.1)
+
+
+def rendered(report: Report, width: Optional[int], verbose: bool = False) -> list[str]:
+    from rich.console import Console
+
+    out = io.StringIO()
+    console = Console(file=out, width=width, highlight=False, color_system=None)
+    render(report, console, verbose=verbose)
+    return out.getvalue().splitlines()
+
+
+def squeezed(text: str) -> str:
+    return "".join(text.split())
+
+
+@pytest.mark.parametrize("width", [60, 80, 120, None], ids=["60", "80", "120", "piped"])
+def test_the_report_fits_its_terminal_and_shows_each_fail_whole(width):
+    report = failing_report()
+    lines = rendered(report, width)
+    widest = width or 80  # rich's width when the output is not a terminal
+    assert max(len(line) for line in lines) <= widest, "\n".join(lines)
+    # One line a wall, its number, mark and short name, in order.
+    heads = [line for line in lines if re.match(r"^ ?\d+ (ok  |FAIL) ", line)]
+    assert [line.split()[0] for line in heads] == [str(w.number) for w in WALLS]
+    for w, head in zip(WALLS, heads):
+        assert head.endswith(w.short) and len(head) <= 60, head
+    # Each FAIL's evidence, whole, under it; no ok line's.
+    text = squeezed("\n".join(lines))
+    for r in report.results:
+        assert (squeezed(r.detail) in text) is (not r.ok), r.id
+    summary = "24 walls checked in 3.1 s: 12 FAIL (1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23)"
+    assert squeezed(" ".join(lines[-2:])).endswith(squeezed(summary)), lines[-2:]
+
+
+def test_verbose_shows_every_lines_evidence():
+    report = failing_report()
+    text = squeezed("\n".join(rendered(report, 80, verbose=True)))
+    assert all(squeezed(r.detail) in text for r in report.results)
+
+
+def test_twin_the_old_table_at_80_columns_hides_the_evidence():
+    # The table the report was (a wall column that does not wrap, the evidence folded into
+    # what is left): at 80 columns no FAIL's evidence is whole, and lines are cut.
+    from rich.console import Console
+    from rich.table import Table
+
+    report = failing_report()
+    table = Table()
+    for name, kw in (
+        ("#", {}),
+        ("wall", {"no_wrap": True}),
+        ("", {"no_wrap": True}),
+        ("evidence", {"overflow": "fold"}),
+    ):
+        table.add_column(name, **kw)
+    for r in report.results:
+        table.add_row(str(r.number), r.wall, "ok" if r.ok else "FAIL", r.detail)
+    out = io.StringIO()
+    Console(file=out, width=80, color_system=None).print(table)
+    text = squeezed(out.getvalue())
+    assert not any(squeezed(r.detail) in text for r in report.results if not r.ok)
+
+
+def test_every_short_name_fits_its_line():
+    assert all(len(w.short) <= 52 for w in WALLS), [w.short for w in WALLS if len(w.short) > 52]

@@ -34,7 +34,9 @@ def load_targets(path: Optional[Path]) -> Targets:
     return Targets(**fixed)
 
 
-def main(cfg, *, json_output: bool, svg: Optional[Path], url: str, targets_file: Optional[Path]) -> int:
+def main(
+    cfg, *, json_output: bool, svg: Optional[Path], url: str, targets_file: Optional[Path], verbose: bool = False
+) -> int:
     """Run the check on the seat's volume; the exit code is 0 only when every line is ok."""
     from .. import engine, ui
     from .report import show
@@ -54,5 +56,5 @@ def main(cfg, *, json_output: bool, svg: Optional[Path], url: str, targets_file:
         internet_url=url,
         targets=targets,
     )
-    show(report, json_output=json_output, svg=svg)
+    show(report, json_output=json_output, svg=svg, verbose=verbose)
     return 0 if report.ok else 1

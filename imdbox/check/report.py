@@ -1,4 +1,4 @@
-"""What `box check` found, and how it is shown: a table, JSON or an SVG picture."""
+"""What `box check` found, and how it is shown: a line a wall, JSON or an SVG picture."""
 
 from __future__ import annotations
 
@@ -41,23 +41,32 @@ class Report:
         return [{"wall": r.wall, "ok": r.ok, "detail": r.detail} for r in self.results]
 
 
-def render(report: Report, console) -> None:
-    """The table and its summary line, on a rich console."""
-    from rich.table import Table
+# Where a line's evidence starts, under its wall's name: past "NN FAIL ".
+EVIDENCE_INDENT = 8
+
+
+def render(report: Report, console, *, verbose: bool = False) -> None:
+    """One line a wall (its number, ok or FAIL, its short name), each FAIL's evidence in full
+    under it (every wall's, `verbose`), wrapped to the console's width, and the summary line."""
+    from rich.padding import Padding
     from rich.text import Text
 
-    table = Table(
-        title="box check: every wall, proved from inside a box with the worker's own flags", title_justify="left"
-    )
-    table.add_column("#", justify="right", style="dim")
-    table.add_column("wall", no_wrap=True)
-    table.add_column("", no_wrap=True)
-    table.add_column("evidence", overflow="fold")
+    from .walls import BY_ID
+
+    console.print("box check: every wall, proved from inside a box with the worker's own flags", style="bold")
     for r in report.results:
-        mark = Text("ok", style="bold green") if r.ok else Text("FAIL", style="bold red")
-        # The evidence quotes the box (paths, tools' errors): shown as safe text.
-        table.add_row(str(r.number), r.wall, mark, Text(safe(r.detail), style="" if r.ok else "red"))
-    console.print(table)
+        known = BY_ID.get(r.id)
+        line = Text.assemble(
+            (f"{r.number:>2} ", "dim"),
+            ("ok  ", "bold green") if r.ok else ("FAIL", "bold red"),
+            " ",
+            known.short if known else r.wall,
+        )
+        console.print(line, overflow="fold")
+        if verbose or not r.ok:
+            # The evidence quotes the box (paths, tools' errors): shown as safe text.
+            evidence = Text(safe(r.detail), style="" if r.ok else "red", overflow="fold")
+            console.print(Padding(evidence, (0, 0, 0, EVIDENCE_INDENT)))
     failed = [r for r in report.results if not r.ok]
     summary = f"{len(report.results)} walls checked in {report.seconds:.1f} s: "
     if failed:
@@ -73,19 +82,19 @@ def as_json(report: Report) -> str:
 def as_svg(report: Report) -> str:
     from rich.console import Console
 
-    recorder = Console(record=True, width=150, file=io.StringIO(), highlight=False)
-    render(report, recorder)
+    recorder = Console(record=True, width=100, file=io.StringIO(), highlight=False)
+    render(report, recorder, verbose=True)
     return recorder.export_svg(title="box check")
 
 
-def show(report: Report, *, json_output: bool, svg: Optional[Path]) -> None:
-    """The report on stdout (the table, or JSON), and the SVG picture if asked for."""
+def show(report: Report, *, json_output: bool, svg: Optional[Path], verbose: bool = False) -> None:
+    """The report on stdout (its lines, or JSON), and the SVG picture if asked for."""
     from .. import ui
 
     if json_output:
         ui.write(as_json(report))
     else:
-        render(report, ui.console())
+        render(report, ui.console(), verbose=verbose)
     if svg:
         svg.write_text(as_svg(report))
         if not json_output:

@@ -69,6 +69,13 @@ def unwalled_twin(docker_client, box_image, topology, volume):
     container = create_walled(docker_client, box_image, topology, volume=volume, mutate=no_firewall)
     with removed_on_error(container):
         container.start()
+        # Until its IPv6 addresses are past duplicate address detection: each that settles is a
+        # network change to Chromium, which fails a navigation under way (ERR_NETWORK_CHANGED).
+        # The walled box's entrypoint takes longer than that; this box starts at once.
+        deadline = time.monotonic() + 20
+        while run(container, ["ip", "-6", "addr", "show", "tentative"])[1].strip():
+            assert time.monotonic() < deadline, "the twin's IPv6 addresses did not settle in 20 s"
+            time.sleep(0.1)
     return container
 
 

@@ -29,14 +29,13 @@ import pytest
 from imdbox import layout
 from tests.harness import agents as agents_mod
 from tests.harness import boxes, jobs
-from tests.harness.boxes import as_imd
+from tests.harness.boxes import as_imd, in_view
 from tests.harness.jobs import HOME, SECRETS
 
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.XDIST_GROUP)]
 
 KEY = SECRETS["device key"]
 WHERE = f"if [ -e {KEY} ]; then echo UNJAILED; else echo jailed; fi"
-VIEW = layout.WORKER_VIEW
 NPM_ROOT = '"$(npm root -g)"'
 
 
@@ -113,10 +112,6 @@ def box(docker_client, box_image, topology, agents):
             f"[ ! -e {settings}.imdt ] || mv {settings}.imdt {settings}; [ ! -e {KEY}.imdt ] || mv {KEY}.imdt {KEY}",
         )
         container.remove(force=True)
-
-
-def in_view(script: str) -> str:
-    return f"exec {VIEW} /bin/bash -c {shlex.quote(script)}"
 
 
 @pytest.mark.parametrize("way, door", sides(CLAUDE_WAYS))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -13,7 +14,7 @@ from typing import Callable, Optional
 
 import docker
 
-from imdbox import engine, names
+from imdbox import engine, layout, names
 from imdbox.config import Config
 from imdbox.startup import WALLS_UP  # the entrypoint's line that `box start` waits for
 
@@ -189,6 +190,11 @@ def run(
     full = ["timeout", str(timeout), *cmd]
     result = container.exec_run(full, user=user, demux=False, environment=environment)
     return result.exit_code, (result.output or b"").decode(errors="replace")
+
+
+def in_view(script: str) -> str:
+    """`script` run in the worker's view of the box (worker/door/view), as the worker runs."""
+    return f"exec {layout.WORKER_VIEW} /bin/bash -c {shlex.quote(script)}"
 
 
 def as_imd(container, script: str, timeout: int = 60, environment: Optional[dict] = None) -> tuple[int, str]:

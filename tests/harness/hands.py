@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Optional
 
-from imdbox.layout import HANDS_DIR, WORKER_VIEW
+from imdbox.layout import HANDS_DIR
 from tests.harness import boxes
 from tests.harness.boxes import as_imd
 from tests.harness.jobs import HOME, WORK_ROOT
@@ -149,9 +149,9 @@ def worker_steps(box, phase: str, space: str, spec: dict, *, defended: bool, env
     js = f"/tmp/imdt-steps-{uuid.uuid4().hex}.mjs"
     script = (
         f"printf %s {shlex.quote(STEPS_JS)} > {js} && mkdir -p {WORK_ROOT} && cd {WORK_ROOT} && "
-        f"{path}{in_view(defended)}node {js} {phase} {space} {shlex.quote(json.dumps(spec))}; code=$?; rm -f {js}; exit $code"
+        f"{path}node {js} {phase} {space} {shlex.quote(json.dumps(spec))}; code=$?; rm -f {js}; exit $code"
     )
-    code, out = as_imd(box, script, timeout=240)
+    code, out = as_imd(box, boxes.in_view(script) if defended else script, timeout=240)
     assert code == 0 and "\nsent " in f"\n{out}", out
     return json.loads(out.split("sent ", 1)[1].splitlines()[0])
 
@@ -215,9 +215,5 @@ def campaign(box, url: str, base: str, *, defended: bool, project: str = ".") ->
     outside the view and without them)."""
     path = "" if defended else f"PATH=${{PATH#{HANDS_DIR}:}} "
     args = " ".join(map(shlex.quote, (url, base, project)))
-    return as_imd(box, f"{path}{in_view(defended)}bash -c {shlex.quote(CAMPAIGN_SH)} campaign {args}", timeout=240)
-
-
-def in_view(defended: bool) -> str:
-    """What runs a command in the worker's view of the box, as the worker runs (or nothing)."""
-    return f"{WORKER_VIEW} " if defended else ""
+    script = f"{path}bash -c {shlex.quote(CAMPAIGN_SH)} campaign {args}"
+    return as_imd(box, boxes.in_view(script) if defended else script, timeout=240)

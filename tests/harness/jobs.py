@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from imdbox.layout import BROWSER_DIR, HANDS_DIR, WORKER_VIEW
+from imdbox.layout import BROWSER_DIR, HANDS_DIR
 from tests.harness import boxes
 from tests.harness.topology import NO_HEALTHCHECK
 
@@ -270,7 +270,7 @@ def start_cli(box, cwd: str, variable: str, cli: str, before: list[str], prompt:
         f'{shlex.join(before)} "$(cat {prompt_file}; rm -f {prompt_file})" {shlex.join(after)} </dev/null 2>&1'
     )
     if view:
-        script = f"exec {WORKER_VIEW} /bin/bash -c {shlex.quote(script)}"
+        script = boxes.in_view(script)
     # The worker's environment (a tool key among it) goes in as the environment, on no command
     # line a job could read in /proc.
     return boxes.as_imd(box, script, timeout=timeout, environment=env)

@@ -42,7 +42,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import shlex
 import statistics
 import subprocess
 import sys
@@ -56,7 +55,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.report import GB, MB, Row, layer_step, machine, table  # noqa: E402
-from imdbox.layout import JAIL, WORKER_VIEW  # noqa: E402
+from imdbox.layout import JAIL  # noqa: E402
 from tests.harness import boxes  # noqa: E402
 from tests.harness import machine as test_machine  # noqa: E402  (the test topology: one per machine, under the tests' lock)
 from tests.harness.cli import cli_env, run_box, start_box  # noqa: E402
@@ -114,6 +113,22 @@ def cost_row(label: str, jailed: Row, plain: Row, goal: float) -> Row:
     cost = Row(label, goal=None, value_text=f"{ratio:.2f}×")
     cost.met, cost.note = ratio <= goal, f"goal ≤ {goal}×, medians of alternating runs"
     return cost
+
+
+def timed_runs(box, command: str, runs: int, *, view: bool = False) -> list[float]:
+    """`command` run `runs` times in one shell as imd, in a job's node of the bench's (in the
+    worker's view, `view`): each run's seconds. The first run that fails ends it, said."""
+    from tests.harness import jobs
+
+    node = f"{jobs.WORK_ROOT}/bench/node"
+    script = (
+        f"mkdir -p {node} && cd {node} && for i in $(seq {runs}); do s=$EPOCHREALTIME; {command} || exit 1; "
+        'echo "took $(( ${EPOCHREALTIME/./} - ${s/./} ))"; done'
+    )
+    code, out = boxes.as_imd(box, boxes.in_view(script) if view else script, timeout=120)
+    if code != 0:
+        raise RuntimeError(f"`{command}` did not run: {tail(out)}")
+    return [int(line.split()[1]) / 1e6 for line in out.splitlines() if line.startswith("took ")]
 
 
 def timed(fn: Callable[[], object]) -> float:
@@ -353,17 +368,7 @@ class Bench:
                     goal=GOALS["net"],
                     note="`jail claude --program /bin/true` in a job's workspace: the network made and gone",
                 )
-                code, out = boxes.as_imd(
-                    box,
-                    f"mkdir -p {jobs.WORK_ROOT}/bench/node && cd {jobs.WORK_ROOT}/bench/node && "
-                    f"for i in $(seq {max(self.args.runs, 20)}); do s=$EPOCHREALTIME; "
-                    f"{JAIL} claude --program /bin/true || exit 1; "
-                    'echo "took $(( ${EPOCHREALTIME/./} - ${s/./} ))"; done',
-                    timeout=120,
-                )
-                if code != 0:
-                    raise RuntimeError(f"the jail did not run: {tail(out)}")
-                net.samples += [int(line.split()[1]) / 1e6 for line in out.splitlines() if line.startswith("took ")]
+                net.samples += timed_runs(box, f"{JAIL} claude --program /bin/true", max(self.args.runs, 20))
                 door, before = self._door(box)
             finally:
                 box.remove(force=True)
@@ -381,22 +386,12 @@ class Bench:
         the launcher, the job's jail) against the same start as the worker made it before the
         door (worker/hands/git, the launcher itself): `git --version` in a job's node, each
         alternating batch in one shell."""
-        from tests.harness import jobs
-
         door = Row("a job's start through the door", note="`git --version` in a job's node, from the worker's view")
         before = Row("a job's start before the door", note="the same, the launcher run by the worker itself")
-        node = f"{jobs.WORK_ROOT}/bench/node"
-        loop = (
-            f"mkdir -p {node} && cd {node} && for i in $(seq 10); do s=$EPOCHREALTIME; "
-            'git --version >/dev/null || exit 1; echo "took $(( ${EPOCHREALTIME/./} - ${s/./} ))"; done'
-        )
         for i in range(max(self.args.runs, 3)):
-            for row, script in ((door, f"exec {WORKER_VIEW} /bin/bash -c {shlex.quote(loop)}"), (before, loop)):
+            for row, view in ((door, True), (before, False)):
                 log(f"{row.metric} {i + 1}")
-                code, out = boxes.as_imd(box, script, timeout=120)
-                if code != 0:
-                    raise RuntimeError(f"{row.metric} did not run: {tail(out)}")
-                row.samples += [int(line.split()[1]) / 1e6 for line in out.splitlines() if line.startswith("took ")]
+                row.samples += timed_runs(box, "git --version >/dev/null", 10, view=view)
         return door, before
 
     # ---------------------------------------------------------------- the worker's hands

@@ -289,7 +289,7 @@ static void handle(int conn) {
     dup2(fds[2], STDERR_FILENO); /* the caller's: where a refusal is said */
 
     /* The fields, each ended by a NUL: magic, runtime, cwd, argc, args, then the env. */
-    char *fields[8];
+    char *fields[4];
     char *p = data, *end = data + len;
     for (int i = 0; i < 4; i++) {
         if (p >= end) _exit(0);

@@ -175,7 +175,7 @@ def setup(
 def check(
     ctx: typer.Context,
     json_output: Annotated[
-        bool, typer.Option("--json", help="Print the results as JSON: a list of {wall, ok, detail}.")
+        bool, typer.Option("--json", help="Print the results as JSON: a list of {wall, ok, proved, detail}.")
     ] = False,
     svg: Annotated[
         Optional[Path],
@@ -200,7 +200,8 @@ def check(
     """Prove every wall from inside a throwaway box started with the worker's own flags.
 
     One line per wall, ok or FAIL; a FAIL's evidence under it (every line's with --verbose).
-    Exit 0 only when every line is ok.
+    Exit 0 when every line is ok, 1 when one FAILs, 3 when none FAILs but the internet URL was
+    out of the box's reach, so the lines that need it are not proved.
     """
     from .check.command import main
 

@@ -10,6 +10,7 @@ in a copy of the image (the box's root is read-only) — never by a product swit
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -107,7 +108,7 @@ def check(docker_client, box_image, topology, home_volume):
                 volume=volume or home_volume,
                 networks=topology.network_names if whole_world else [topology.targets["internet"].network],
                 extra_hosts=topology.extra_hosts if whole_world else None,
-                internet_url=topology.url("internet"),
+                internet_url=kw.pop("internet_url", topology.url("internet")),
                 targets=kw.pop("targets", TEST_TARGETS),
                 only=only,
                 name_prefix="imdt-check-",
@@ -676,6 +677,57 @@ def test_7_13_22_what_a_jobs_jail_gets_out_unanswered_the_counters_see(check, ha
     assert "udp 198.51.100.10:9 left the jail, no answer" in report.by_id("multicast").detail, show(report)
     for wall in FROM_A_JOBS_JAIL:
         assert " and let 1 out: NOT REFUSED)" in report.by_id(wall).detail, show(report)
+
+
+# An internet URL the box cannot reach: a name no resolver here knows (this world's
+# networks are --internal: the lookup goes nowhere), and its twin, the internet listener
+# by its name. The DNS line looks up the URL's own name (no dns_name in the targets).
+URL_OUT_OF_REACH = {
+    "a_name_that_does_not_resolve": ("http://imdt-nowhere.invalid/health", {"dns", "internet", "read_jail"}),
+    "twin_the_listener_by_its_name": (f"http://{topology_mod.PREFIX}listener-internet/", set()),
+}
+
+
+def answers_at_once(kw):
+    # This world's resolver answers no name it does not know (an --internal network has no
+    # upstream), where a real one says NXDOMAIN at once: the box asks once and gives up in a
+    # second, as it would on that answer. Else Claude's sandbox in line 16 holds its proxy's
+    # lookup (glibc's 5 s, twice) past the sandboxed command's limit. A wall it is not.
+    kw["dns_opt"] = ["timeout:1", "attempts:1"]
+
+
+@pytest.mark.parametrize("case", URL_OUT_OF_REACH)
+def test_13_14_16_an_internet_url_out_of_reach_leaves_them_not_proved(check, has_browser, case):
+    url, not_proved = URL_OUT_OF_REACH[case]
+    targets = dataclasses.replace(TEST_TARGETS, dns_name=None)
+    report = check(internet_url=url, targets=targets, browser=True, mutate=answers_at_once)
+    assert {r.id for r in report.not_proved()} == not_proved, show(report)
+    expect_failed(report, not_proved, has_browser)  # nothing else: the refusals in them still ok
+    if has_browser:
+        assert report.exit_code == (3 if not_proved else 0), show(report)
+    if not_proved:
+        assert f"GET {url} failed" in report.by_id("internet").detail, show(report)
+        assert "imdt-nowhere.invalid did NOT resolve" in report.by_id("dns").detail, show(report)
+        assert "other servers: udp 198.51.100.53:53 EPERM" in report.by_id("dns").detail, show(report)
+    else:
+        assert f"GET {url} -> 200" in report.by_id("internet").detail, show(report)
+        assert "imdt-listener-internet -> 198.51.100.10" in report.by_id("dns").detail, show(report)
+        assert f"a command gets {url} (200)" in report.by_id("read_jail").detail, show(report)
+
+
+def test_13_a_refusal_that_fails_while_the_url_is_out_of_reach_is_a_fail(check, has_browser):
+    # The DNS line's refusals broken (another server answers) while the URL's name resolves
+    # nowhere: the line is a FAIL, not "not proved"; the internet line alone is not proved.
+    script, _, says, _ = OPENED["13_another_dns_server"]
+    targets = dataclasses.replace(TEST_TARGETS, dns_name=None)
+    url = "http://imdt-nowhere.invalid/health"
+    report = check(
+        patch=after_firewall(script), internet_url=url, targets=targets, network=True, mutate=answers_at_once
+    )
+    assert {r.id for r in report.not_proved()} == {"internet"}, show(report)
+    expect_failed(report, {"dns", "internet"}, has_browser)
+    assert all(text in report.by_id("dns").detail for text in says["dns"]), show(report)
+    assert report.exit_code == 1
 
 
 def test_16_17_no_user_namespaces(check, has_browser):

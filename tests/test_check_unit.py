@@ -227,7 +227,7 @@ def test_render_and_svg():
 def test_json_shape():
     results, _ = runner.parse(box_output(all_ok()), WALLS_UP, 0)
     rows = Report(results, 1.0).as_json()
-    assert len(rows) == len(WALLS) and set(rows[0]) == {"wall", "ok", "detail"}
+    assert len(rows) == len(WALLS) and set(rows[0]) == {"wall", "ok", "proved", "detail"}
 
 
 def test_check_help_is_fast_and_lists_the_options():
@@ -322,3 +322,91 @@ def test_twin_the_old_table_at_80_columns_hides_the_evidence():
 
 def test_every_short_name_fits_its_line():
     assert all(len(w.short) <= 52 for w in WALLS), [w.short for w in WALLS if len(w.short) > 52]
+
+
+# ---------------------------------------------------------------- an internet URL out of reach
+URL = "https://nowhere.invalid/health"
+
+
+def unreached_rows(**more):
+    """The box could not reach its internet URL: the internet line, the DNS line (its name is
+    the URL's) and the read jail's (a job's command fetches it) failed on it alone."""
+    rows = {r["id"]: r for r in all_ok()}
+    rows["internet"] = {"id": "internet", "ok": False, "detail": f"GET {URL} failed: ENOTFOUND", "unreached": True}
+    rows["dns"] = {"id": "dns", "ok": False, "detail": "nowhere.invalid did NOT resolve", "unreached": True}
+    rows["read_jail"] = {"id": "read_jail", "ok": False, "detail": "a sandboxed command cannot", "unreached": True}
+    for wall_id, row in more.items():
+        rows[wall_id] = {**rows[wall_id], **row}
+    return list(rows.values())
+
+
+def test_lines_that_failed_only_on_an_unreached_url_are_not_proved():
+    results, _ = runner.parse(box_output(unreached_rows()), WALLS_UP, 0)
+    report = Report(results, 3.0)
+    assert [r.number for r in report.not_proved()] == [13, 14, 16]
+    assert report.exit_code == 3 and not report.ok
+    assert [row["proved"] for row in report.as_json()].count(False) == 3
+
+
+def test_twin_the_box_refused_the_url_itself_every_such_line_fails():
+    # The box's own firewall refused the internet URL (no `unreached`): its lines are FAILs.
+    rows = unreached_rows(internet={"unreached": False, "detail": f"GET {URL} failed: EHOSTUNREACH"})
+    report = Report(runner.parse(box_output(rows), WALLS_UP, 0)[0], 3.0)
+    assert report.not_proved() == [] and report.exit_code == 1
+    assert set(report.failed()) == {"dns", "internet", "read_jail"}
+
+
+def test_a_line_that_failed_more_than_the_url_still_fails():
+    # The refusals in the DNS line failed too: the probe says so (no `unreached`), a FAIL.
+    rows = unreached_rows(dns={"unreached": False, "detail": "udp 10.0.0.53:53: ANSWERED"})
+    report = Report(runner.parse(box_output(rows), WALLS_UP, 0)[0], 3.0)
+    assert [r.number for r in report.not_proved()] == [14, 16]
+    assert report.exit_code == 1
+
+
+def test_an_ok_line_is_never_not_proved():
+    rows = unreached_rows(user={"unreached": True})
+    report = Report(runner.parse(box_output(rows), WALLS_UP, 0)[0], 3.0)
+    assert report.by_id("user").ok and not report.by_id("user").not_proved
+
+
+@pytest.mark.parametrize("let_out, proved", [(0, False), (1, True)])
+def test_packets_a_jails_line_let_out_are_a_fail_the_url_does_not_explain(let_out, proved):
+    results, _ = runner.parse(
+        jailed_output(["lan", "dns"], unreached_rows()), WALLS_UP, 0, [Counted(3, 7), Counted(27, 7 + let_out)]
+    )
+    dns = next(r for r in results if r.id == "dns")
+    assert not dns.ok and dns.not_proved is not proved, dns
+    assert next(r for r in results if r.id == "lan").ok is not proved
+
+
+def test_the_dns_line_stands_for_the_url_only_when_its_name_is_the_urls():
+    flags = RunFlags(limits=EngineLimits(cpus=8, memory=16 * 1024**3))
+    assert runner.probe_config(flags, URL, runner.Targets())["dns_name_is_the_urls"] is True
+    named = runner.probe_config(flags, URL, runner.Targets(dns_name="imdt-listener-internet"))
+    assert named["dns_name_is_the_urls"] is False
+
+
+@pytest.mark.parametrize("width", [60, 80, None], ids=["60", "80", "piped"])
+def test_the_report_says_in_one_line_which_lines_the_url_left_unproved(width):
+    report = Report(runner.parse(box_output(unreached_rows()), WALLS_UP, 0)[0], 3.0)
+    lines = rendered(report, width)
+    assert max(len(line) for line in lines) <= (width or 80), "\n".join(lines)
+    for number in (13, 14, 16):
+        head = next(line for line in lines if re.match(rf"^{number} ", line))
+        assert head.startswith(f"{number} ---- "), head
+    text = " ".join(" ".join(lines).split())
+    assert "not proved: nowhere.invalid did NOT resolve" in text
+    last = text[text.index("24 walls checked") :]
+    assert last == (
+        "24 walls checked in 3.0 s: 13, 14, 16 not proved: the box could not reach its internet URL "
+        f"(GET {URL} failed: ENOTFOUND); run it again with --url and a URL the box can reach"
+    ), last
+    assert "FAIL" not in text
+
+
+def test_a_fail_and_lines_not_proved_are_both_said():
+    rows = unreached_rows(user={"ok": False, "detail": "uid 0"})
+    report = Report(runner.parse(box_output(rows), WALLS_UP, 0)[0], 3.0)
+    text = " ".join(" ".join(rendered(report, 80)).split())
+    assert "24 walls checked in 3.0 s: 1 FAIL (1); 13, 14, 16 not proved: " in text

@@ -59,7 +59,7 @@ def with_jail_counted(results: list[Result], jailed: Sequence[str], counted: Seq
         return results
     if len(counted) < 2:
         return [
-            _then(r, False, "the firewall's counters were not read around them") if r.id in jailed else r
+            _then(r, False, "the firewall's counters were not read around them", failed=True) if r.id in jailed else r
             for r in results
         ]
     before, after = counted[0], counted[-1]
@@ -67,16 +67,21 @@ def with_jail_counted(results: list[Result], jailed: Sequence[str], counted: Seq
     said = f"the firewall refused {after.refused - before.refused} packets of them"
     if out == 0:
         return [_then(r, r.ok, f"{said} and let none out") if r.id in jailed else r for r in results]
-    explained = any(not r.ok for r in results if r.id in jailed)
+    # A line that failed only on the internet URL (not_proved) explains no packet.
+    explained = any(not r.ok and not r.not_proved for r in results if r.id in jailed)
     let = f"{said} and let {out} out"
     return [
-        _then(r, r.ok and explained, let if explained else f"{let}: NOT REFUSED") if r.id in jailed else r
+        _then(r, r.ok and explained, let if explained else f"{let}: NOT REFUSED", failed=not explained)
+        if r.id in jailed
+        else r
         for r in results
     ]
 
 
-def _then(result: Result, ok: bool, more: str) -> Result:
-    return dataclasses.replace(result, ok=ok, detail=f"{result.detail} ({more})")
+def _then(result: Result, ok: bool, more: str, failed: bool = False) -> Result:
+    """`failed`: the counters make the line a FAIL of their own, which no unreached URL explains."""
+    not_proved = result.not_proved and not failed
+    return dataclasses.replace(result, ok=ok, detail=f"{result.detail} ({more})", not_proved=not_proved)
 
 
 class Counter(threading.Thread):

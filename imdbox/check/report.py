@@ -18,6 +18,14 @@ class Result:
     id: str
     ok: bool
     detail: str
+    # Failed only on the internet URL, which the box itself could not reach (runner.py decides):
+    # neither ok nor a FAIL.
+    not_proved: bool = False
+
+
+# `box check`'s exit codes (README lists them): every line ok, a line FAILs, and no line
+# FAILs but some are not proved (the internet URL out of reach). 2 is a usage error.
+ALL_OK, A_FAIL, NOT_PROVED = 0, 1, 3
 
 
 @dataclass
@@ -35,10 +43,20 @@ class Report:
         return next(r for r in self.results if r.id == wall_id)
 
     def failed(self) -> list[str]:
+        """Every line that is not ok, the ones not proved too."""
         return [r.id for r in self.results if not r.ok]
 
+    def not_proved(self) -> list[Result]:
+        return [r for r in self.results if r.not_proved]
+
+    @property
+    def exit_code(self) -> int:
+        if self.ok:
+            return ALL_OK
+        return NOT_PROVED if all(r.ok or r.not_proved for r in self.results) else A_FAIL
+
     def as_json(self) -> list[dict]:
-        return [{"wall": r.wall, "ok": r.ok, "detail": r.detail} for r in self.results]
+        return [{"wall": r.wall, "ok": r.ok, "proved": not r.not_proved, "detail": r.detail} for r in self.results]
 
 
 # Where a line's evidence starts, under its wall's name: past "NN FAIL ".
@@ -58,21 +76,42 @@ def render(report: Report, console, *, verbose: bool = False) -> None:
         known = BY_ID.get(r.id)
         line = Text.assemble(
             (f"{r.number:>2} ", "dim"),
-            ("ok  ", "bold green") if r.ok else ("FAIL", "bold red"),
+            ("ok  ", "bold green") if r.ok else ("----", "bold yellow") if r.not_proved else ("FAIL", "bold red"),
             " ",
             known.short if known else r.wall,
         )
         console.print(line, overflow="fold")
         if verbose or not r.ok:
             # The evidence quotes the box (paths, tools' errors): shown as safe text.
-            evidence = Text(safe(r.detail), style="" if r.ok else "red", overflow="fold")
+            said = f"not proved: {r.detail}" if r.not_proved else r.detail
+            style = "" if r.ok else "yellow" if r.not_proved else "red"
+            evidence = Text(safe(said), style=style, overflow="fold")
             console.print(Padding(evidence, (0, 0, 0, EVIDENCE_INDENT)))
-    failed = [r for r in report.results if not r.ok]
-    summary = f"{len(report.results)} walls checked in {report.seconds:.1f} s: "
-    if failed:
-        console.print(summary + f"{len(failed)} FAIL ({', '.join(str(r.number) for r in failed)})", style="bold red")
-    else:
-        console.print(summary + "all ok", style="bold green")
+    text, style = summary(report)
+    console.print(text, style=style)
+
+
+def _numbers(results: list[Result]) -> str:
+    return ", ".join(str(r.number) for r in results)
+
+
+def summary(report: Report) -> tuple[str, str]:
+    """The report's last line and its style: how many walls, how long, which FAIL, and which
+    are not proved, with why (the internet URL, out of the box's reach) and what to do."""
+    failed = [r for r in report.results if not r.ok and not r.not_proved]
+    head = f"{len(report.results)} walls checked in {report.seconds:.1f} s: "
+    if report.ok:
+        return head + "all ok", "bold green"
+    said = [f"{len(failed)} FAIL ({_numbers(failed)})"] if failed else []
+    unproved = report.not_proved()
+    if unproved:
+        # The internet line's evidence names the URL and what stopped it.
+        why = safe(report.by_id("internet").detail)
+        said.append(
+            f"{_numbers(unproved)} not proved: the box could not reach its internet URL ({why}); "
+            "run it again with --url and a URL the box can reach"
+        )
+    return head + "; ".join(said), "bold red" if failed else "bold yellow"
 
 
 def as_json(report: Report) -> str:

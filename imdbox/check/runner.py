@@ -164,7 +164,8 @@ def pinned_versions(package_json: Path = PACKAGE_JSON) -> dict[str, str]:
 
 def probe_config(flags: RunFlags, internet_url: str, targets: Targets, only: Sequence[str] = ()) -> dict:
     t = asdict(targets)
-    dns_name = t.pop("dns_name") or urlsplit(internet_url).hostname or ""
+    named = t.pop("dns_name")
+    dns_name = named or urlsplit(internet_url).hostname or ""
     return {
         "home": names.HOME,
         "path": SYSTEM_PATH,
@@ -173,6 +174,7 @@ def probe_config(flags: RunFlags, internet_url: str, targets: Targets, only: Seq
         "port": 80,
         "internet_url": internet_url,
         "dns_name": dns_name,
+        "dns_name_is_the_urls": not named,
         "browser": {"script": browser.CHECK_SCRIPT, "budget_ms": browser.CHECK_SECONDS * 1000},
         "tool_ms": TOOL_SECONDS * 1000,
         "claude_settings": CLAUDE_SETTINGS,
@@ -219,9 +221,22 @@ def parse(
         if r is None:
             results.append(Result(w.number, w.title, w.id, False, "the probe gave no result for this wall"))
         else:
-            results.append(Result(w.number, w.title, w.id, r.get("ok") is True, str(r.get("detail", ""))))
+            ok = r.get("ok") is True
+            unreached = not ok and r.get("unreached") is True
+            results.append(Result(w.number, w.title, w.id, ok, str(r.get("detail", "")), not_proved=unreached))
     results = [_with_firewall_report(r, stderr) if r.id == "firewall" else r for r in results]
-    return counters.with_jail_counted(results, jailed, counted), {k: int(v.get("ms", 0)) for k, v in raw.items()}
+    results = counters.with_jail_counted(results, jailed, counted)
+    return _not_proved_where_the_url_was(results), {k: int(v.get("ms", 0)) for k, v in raw.items()}
+
+
+def _not_proved_where_the_url_was(results: list[Result]) -> list[Result]:
+    """A line that failed only on the internet URL is not proved when the box itself could not
+    reach the URL (the internet line's own failure was no refusal of the box's): the URL is out
+    of reach, which says nothing about the walls. Otherwise it is the FAIL it reads."""
+    internet = next((r for r in results if r.id == "internet"), None)
+    if internet is not None and internet.not_proved:
+        return results
+    return [dataclasses.replace(r, not_proved=False) if r.not_proved else r for r in results]
 
 
 def _with_firewall_report(result: Result, stderr: str) -> Result:

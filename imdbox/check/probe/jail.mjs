@@ -509,15 +509,18 @@ export async function readJail() {
       const got = (seen[label] || {})["net:preview"];
       if (label in seen && got !== PREVIEW_TOKEN) bad.push(`${preview_} is out of reach of ${by} (${short(got || "no answer", 60)})`);
     }
+    // What the internet URL alone fails: not proved when the box itself cannot reach it
+    // (imdbox/check/runner.py decides), where the rest of the line still counts.
+    const unreached = [];
     const net = (seen["srt in the job's jail"] || {})["net:internet"];
-    if ("srt in the job's jail" in seen && !/^\d+$/.test(net)) bad.push(`a sandboxed command cannot reach ${cfg.internet_url} (${short(net || "no answer", 60)})`);
+    if ("srt in the job's jail" in seen && !/^\d+$/.test(net)) unreached.push(`a sandboxed command cannot reach ${cfg.internet_url} (${short(net || "no answer", 60)})`);
     const codexNet = (seen["Codex's sandbox in the job's jail"] || {})["net:internet"];
     if ("Codex's sandbox in the job's jail" in seen && !/^\d+$/.test(codexNet))
-      bad.push(`a command in Codex's sandbox cannot reach ${cfg.internet_url} (${short(codexNet || "no answer", 60)})`);
+      unreached.push(`a command in Codex's sandbox cannot reach ${cfg.internet_url} (${short(codexNet || "no answer", 60)})`);
     const repo = repository && (await repository);
     if (repo && repo.ran.length)
       bad.push(`a job's repository made Claude Code run its ${repo.ran.map((w) => (w === "hook" ? "hook" : "helper command")).join(" and its ")}, outside its sandbox in the jail that holds the login (project settings)`);
-    if (bad.length) return { ok: false, detail: bad.join("; ") };
+    if (bad.length || unreached.length) return { ok: false, detail: [...bad, ...unreached].join("; "), unreached: !bad.length };
     const labels = secrets.map(([l]) => l);
     return {
       ok: true,

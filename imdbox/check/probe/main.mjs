@@ -41,9 +41,11 @@ const results = await Promise.all(
   wanted.map(async (id) => {
     const started = Date.now();
     const r = id === "secrets" ? await secretsFirst : await guarded(id, CHECKS[id]);
-    if (!jailed.includes(id)) return { id, ok: r.ok === true, detail: String(r.detail), ms: Date.now() - started };
+    const unreached = r.unreached === true;
+    if (!jailed.includes(id)) return { id, ok: r.ok === true, detail: String(r.detail), unreached, ms: Date.now() - started };
     const j = fromJail[id] || { ok: false, detail: fromJail.why || "no result" };
-    return { id, ok: r.ok === true && j.ok === true, detail: `${r.detail}; from a job's jail: ${j.detail}`, ms: Date.now() - started };
+    const both = { ok: r.ok === true && j.ok === true, unreached: unreached && j.ok === true };
+    return { id, ...both, detail: `${r.detail}; from a job's jail: ${j.detail}`, ms: Date.now() - started };
   }),
 );
 cleanup(MADE);

@@ -6,7 +6,7 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { cfg, HOME, PORT, TOOL_MS, LINE_MS, CONNECT_MS, V6_CONNECT_MS, BROWSER_BUDGET_MS, BROWSER_SLACK_MS, IN_JAIL, RESULT_MARK, short, run, unusable, tcp, udp, refusedAll, dnsQuery, within } from "./base.mjs";
+import { cfg, HOME, PORT, TOOL_MS, LINE_MS, CONNECT_MS, V6_CONNECT_MS, BROWSER_BUDGET_MS, BROWSER_SLACK_MS, IN_JAIL, RESULT_MARK, REFUSALS, short, run, unusable, tcp, udp, refusedAll, dnsQuery, within } from "./base.mjs";
 import { secretPaths, makeDirs, inAJobsJail, CANARY, MADE } from "./jail.mjs";
 
 // ------------------------------------------------------------------ the network walls
@@ -140,7 +140,10 @@ export async function dnsWall() {
   const first = lookedUp
     ? `${cfg.dns_name} -> ${resolved[0]} via ${servers}`
     : `${cfg.dns_name} did NOT resolve via ${servers} (${resolved.code || resolved})`;
-  return { ok: lookedUp && other.ok, detail: `${first}; other servers: ${other.detail}` };
+  // The name is the internet URL's host: when the box cannot reach the URL, its lookup proves
+  // nothing about the resolver (imdbox/check/runner.py decides); the refusals still count.
+  const unreached = !lookedUp && other.ok && cfg.dns_name_is_the_urls === true;
+  return { ok: lookedUp && other.ok, detail: `${first}; other servers: ${other.detail}`, unreached };
 }
 
 export async function internet() {
@@ -151,7 +154,10 @@ export async function internet() {
     return { ok: true, detail: `GET ${cfg.internet_url} -> ${res.status} in ${Date.now() - started} ms` };
   } catch (e) {
     const cause = e.cause ? e.cause.code || e.cause.message : e.name === "TimeoutError" ? "timed out" : e.message;
-    return { ok: false, detail: `GET ${cfg.internet_url} failed: ${short(cause, 100)}` };
+    // The box's own firewall refusing it is a FAIL; anything else (no such name, no answer,
+    // the far side's refusal) is the URL out of reach: `unreached`.
+    const unreached = !REFUSALS.has(e.cause && e.cause.code);
+    return { ok: false, detail: `GET ${cfg.internet_url} failed: ${short(cause, 100)}`, unreached };
   }
 }
 

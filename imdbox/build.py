@@ -111,7 +111,7 @@ def build_image(
 
     `ca_certs`: extra PEM certificates (read_ca_file). `apt_refresh`: a new value
     rebuilds the Debian package layers. Every line the build prints goes to `on_line`;
-    a failed step raises BuildError with the engine's message and the last lines before it.
+    a failed step raises BuildError (failed_step), whose lines `on_line` has had already.
     """
     from . import __version__
 
@@ -128,18 +128,31 @@ def build_image(
         decode=True,
     )
     image_id = None
-    recent: list[str] = []
+    step = ""
     for event in interruptible(stream):
         if "error" in event:
-            detail = "\n".join(recent[-15:])
-            raise BuildError(f"the image build failed: {event['error'].strip()}\n{detail}")
+            raise failed_step(step, event["error"], base_image)
         text = event.get("stream", "")
         for line in text.splitlines():
             if line.strip():
-                recent.append(line)
+                step = line if line.startswith("Step ") else step
                 on_line(line)
         if "aux" in event and "ID" in event["aux"]:
             image_id = event["aux"]["ID"]
     if not image_id:
         raise BuildError("the engine finished the build without giving an image id")
     return image_id
+
+
+def failed_step(step: str, error: str, base_image: str) -> BuildError:
+    """The one line a failed build ends with: the step and the engine's word, then what to do.
+    A FROM that failed is the base image, missing here and out of reach (no Docker Hub)."""
+    error = " ".join(error.split())
+    if step.partition(" : ")[2].startswith("FROM "):
+        return BuildError(
+            f"the base image {base_image} is not on this engine and could not be pulled ({error}): "
+            "make one from Debian's archive with `scripts/make-base-image.sh` and build with `--base-image` "
+            "and the name it prints, or name with `--base-image` a Debian trixie image this engine has"
+        )
+    at = f" at {step.split(' : ')[0].removeprefix('Step ')}" if step else ""
+    return BuildError(f"the image build failed{at}: {error}: fix what its output above names, then build again")

@@ -41,3 +41,13 @@ def last_error(logs: str) -> str:
         if "error" in line.lower() or "failed" in line.lower():
             return line
     return lines[-1] if lines else "(no output)"
+
+
+def failure(logs: str) -> str:
+    """last_error as a clause of box's own line: without the box's prefixes (`imd-box: FAILED: `),
+    which would stand beside box's own."""
+    line = last_error(logs)
+    for prefix in (f"{protocol.FAILED}: ", "imd-box: "):
+        if line.startswith(prefix):
+            return line[len(prefix) :]
+    return line

@@ -31,7 +31,7 @@ def pull(eng: Engine, reference: str) -> None:
         ) as progress:
             for event in interruptible(eng.client.api.pull(repo, tag=tag, stream=True, decode=True)):
                 if "error" in event:
-                    raise BoxError(f"could not pull {repo}:{tag}: {event['error'].strip()}")
+                    raise BoxError(cannot_pull(eng, f"{repo}:{tag}", event["error"]))
                 layer = event.get("id")
                 status = event.get("status", "")
                 if not layer or layer == tag:
@@ -49,11 +49,19 @@ def pull(eng: Engine, reference: str) -> None:
                     t = progress.tasks[task]
                     progress.update(task, completed=t.total or 1, total=t.total or 1)
     except docker.errors.APIError as exc:
-        raise BoxError(f"could not pull {repo}:{tag}: {exc.explanation or exc}") from None
+        raise BoxError(cannot_pull(eng, f"{repo}:{tag}", str(exc.explanation or exc))) from None
     image = eng.client.images.get(f"{repo}:{tag}")
     box_repo, box_tag = parse_repository_tag(eng.cfg.image)
     image.tag(box_repo, box_tag or "latest")
     ui.ok(f"pulled {repo}:{tag} ({image.short_id.split(':')[-1]}) and tagged it {eng.cfg.image}")
+
+
+def cannot_pull(eng: Engine, reference: str, error: str) -> str:
+    """The one line a failed pull ends with: the engine's word, then the other way to the image."""
+    return (
+        f"could not pull {reference} ({' '.join(error.split())}): "
+        f"build the image from this checkout instead: `{eng.cfg.command('build')}`"
+    )
 
 
 def build(
@@ -98,5 +106,7 @@ def build(
             on_line=on_line,
         )
     except docker.errors.APIError as exc:
-        raise BoxError(f"the image build failed: {exc.explanation or exc}") from None
+        raise BoxError(
+            f"the image build failed: {exc.explanation or exc}: try `{eng.cfg.command('build')}` again"
+        ) from None
     ui.ok(f"built {eng.cfg.image} ({image_id.split(':')[-1][:12]})")

@@ -45,10 +45,11 @@ def install_env(
 
 
 def print_box_line(line: str) -> None:
-    if worker.is_passed_on(line):
+    # A failed step is said once, as box's own last line (run_install).
+    if worker.is_passed_on(line) or line.startswith(protocol.FAILED):
         return
-    if line.startswith("imd-box firewall:") or line.startswith(protocol.FAILED):
-        ui.dim(line) if "FAILED" not in line else ui.say(line, style="red")
+    if line.startswith("imd-box firewall:"):
+        ui.dim(line)
     else:
         ui.say(line)
 
@@ -75,8 +76,18 @@ def run_install(
                 f"free disk space for Docker (`docker system prune`, or a larger disk in Docker Desktop's "
                 f"Settings → Resources), then run `{eng.cfg.command(again)}` again"
             )
-        raise BoxError(f"install failed: {diagnose.last_error(out)}")
+        raise BoxError(failed_install(eng.cfg, diagnose.failure(out), again))
     return out
+
+
+def failed_install(cfg: Config, what: str, again: str) -> str:
+    """The one line an install that failed ends with: what install.sh said, then what to do."""
+    if what.startswith(protocol.DOWNLOAD_FAILED):
+        return (
+            f"{what}: check that this machine reaches it (or name a mirror: "
+            f"`{cfg.command('setup')} --worker-url URL`), then run `{cfg.command(again)}` again"
+        )
+    return f"{what}: run `{cfg.command(again)}` again"
 
 
 def worker_help(eng: Engine, install_output: str = "") -> worker.WorkerHelp:

@@ -12,8 +12,9 @@ WORKER_PROCESS = "imd start"
 # worker/run.sh once the worker has ended.
 WORKER_EXITED = "imd-box: the worker exited with code"
 WORKER_KILLED = "imd-box: the worker was killed by"
-# How install.sh says a step failed.
+# How install.sh says a step failed, and that step the worker's download.
 FAILED = "imd-box: FAILED"
+DOWNLOAD_FAILED = "could not download"
 # install.sh passes the installed worker's `imd help` on, one line after HELP_LINE each,
 # then its exit code after HELP_EXIT.
 HELP_LINE = "imd-box: help| "

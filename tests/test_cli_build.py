@@ -53,6 +53,22 @@ def test_a_bad_ca_certificate_is_one_clear_line_and_builds_nothing(docker_client
         docker_client.images.get(image_tag)
 
 
+def test_a_base_image_out_of_reach_says_the_ways_out(docker_client, image_tag):
+    # As a machine without Docker Hub: the base is not here, and its registry (port 1 of this
+    # machine's loopback, where nothing listens) is not there.
+    base = f"127.0.0.1:1/imdt-no-base:{uuid.uuid4().hex[:8]}"
+    r = _box("build", "--base-image", base, image=image_tag)
+    assert r.returncode == 1, r.all
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.all
+    assert lines[0].startswith(f"box: the base image {base} is not on this engine and could not be pulled ("), r.all
+    assert "`scripts/make-base-image.sh`" in lines[0] and "`--base-image`" in lines[0], r.all
+    # The steps it ran were shown as they ran, once.
+    assert r.all.count("FROM ${BASE_IMAGE}") == 1, r.all
+    with pytest.raises(docker.errors.ImageNotFound):
+        docker_client.images.get(image_tag)
+
+
 def _apt_layers(client, ref: str) -> list[str]:
     """The ids of the image's Debian package layers (the box stage's apt-get RUNs)."""
     return [h["Id"] for h in client.api.history(ref) if "apt-get install" in h["CreatedBy"]]

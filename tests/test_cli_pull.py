@@ -45,3 +45,13 @@ def test_pull_from_a_registry_then_update_pulls_again(docker_client, registry):
                 docker_client.images.remove(t, force=True)
             except docker.errors.ImageNotFound:
                 pass
+
+
+def test_a_pull_from_a_registry_that_is_not_there_says_box_build():
+    # Nothing listens at port 1 of this machine's loopback: the engine's pull is refused there.
+    reference = f"127.0.0.1:1/imdt-box:{uuid.uuid4().hex[:8]}"
+    r = box("pull", "--image", reference, IMD_BOX_IMAGE=f"imdt-pulled:{uuid.uuid4().hex[:8]}")
+    assert r.returncode == 1, r.stdout + r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"box: could not pull {reference} ("), r.stderr
+    assert lines[0].endswith("): build the image from this checkout instead: `box build`"), r.stderr

@@ -209,6 +209,24 @@ def test_a_release_cut_off_half_way_changes_nothing(docker_client, bx, folder, s
     assert _staging_left(docker_client, bx) == []
 
 
+def test_a_failed_download_is_one_line_with_what_to_do(docker_client, bx):
+    # The feed down (503, which curl tries twice more): curl's word once, in box's one line.
+    before = _snapshot(docker_client, bx)
+    r = bx.run("setup", "--no-shell", IMD_WORKER_URL=f"{FEED_URL}/unavailable/v2")
+    assert r.returncode == 1, r.all
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.all
+    assert lines[0].startswith(
+        f"box: could not download {FEED_URL}/unavailable/v2/identitymd-worker.tgz "
+        "(The requested URL returned error: 503); the installed worker (if any) is unchanged: "
+        "check that this machine reaches it (or name a mirror: `"
+    ), r.all
+    assert lines[0].endswith(" setup` again"), r.all
+    assert r.all.count("returned error: 503") == 1 and "FAILED" not in r.all, r.all
+    assert _snapshot(docker_client, bx) == before
+    assert _staging_left(docker_client, bx) == []
+
+
 # ---------------------------------------------------------------- a full volume
 
 SIZE_MB = 32

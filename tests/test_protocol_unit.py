@@ -17,6 +17,7 @@ SHARED = [
     ("the worker's exit", protocol.WORKER_EXITED, ["worker/run.sh"]),
     ("the worker's signal", protocol.WORKER_KILLED, ["worker/run.sh"]),
     ("a failed install step", protocol.FAILED, ["worker/install.sh"]),
+    ("a failed download", f'die "{protocol.DOWNLOAD_FAILED} ', ["worker/install.sh"]),
     ("the worker's help", protocol.HELP_LINE, ["worker/install.sh"]),
     ("its exit code", protocol.HELP_EXIT, ["worker/install.sh"]),
     ("the privilege drop", layout.AS_IMD, ["entrypoint.sh"]),

@@ -170,6 +170,38 @@ def test_tampered_or_unlisted_tgz_is_refused_and_the_old_worker_stays(home, feed
     assert V1 in _installed_version(env)
 
 
+@pytest.fixture
+def unavailable():
+    """A mirror that answers every download 503 (curl retries that), on this machine."""
+    import http.server
+    import threading
+
+    class Unavailable(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(503)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Unavailable)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_failed_download_is_one_line_with_curls_word_once(home, feed, unavailable):
+    # curl says its error at each of its three tries; install.sh says it once, in its line.
+    r = _sh(INSTALL, _env(home, feed, IMD_WORKER_URL=unavailable), "worker")
+    assert r.returncode == 1, r.stdout + r.stderr
+    said = f"could not download {unavailable}/identitymd-worker.tgz (The requested URL returned error: 503)"
+    assert r.stderr.splitlines() == [f"imd-box: FAILED: {said}; the installed worker (if any) is unchanged"], r.stderr
+    assert (r.stdout + r.stderr).count("returned error: 503") == 1
+
+
 def test_a_worker_without_tools_add_is_said_plainly(home, feed):
     r = _sh(INSTALL, _env(home, feed, IMD_WORKER_URL=f"file://{feed}/notools"), "worker")
     assert r.returncode == 0, r.stderr

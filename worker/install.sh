@@ -141,8 +141,9 @@ install_worker() {
   [ -n "$base" ] || die "IMD_WORKER_URL is set by box"
   say "downloading the worker release from $base"
   for f in "$asset" SHA256SUMS build.json; do
-    bg curl -fsSL --retry 2 --connect-timeout 20 -o "$stage/$f" "$base/$f" \
-      || die "could not download $base/$f; the installed worker (if any) is unchanged"
+    # curl says its error at every try: its last word goes in the one line that fails.
+    bg curl -fsSL --retry 2 --connect-timeout 20 -o "$stage/$f" "$base/$f" 2>"$stage/.curl-said" \
+      || die "could not download $base/$f ($(tail -n 1 "$stage/.curl-said" | sed -E 's/^curl: (\([0-9]+\) )?//')); the installed worker (if any) is unchanged"
   done
   expected=$(awk -v f="$asset" '$2 == f || $2 == "*" f {print $1; exit}' "$stage/SHA256SUMS")
   [ -n "$expected" ] || die "SHA256SUMS has no line for $asset; refusing to install (the installed worker, if any, is unchanged)"
@@ -153,7 +154,7 @@ install_worker() {
   say "checksum verified: $asset sha256 $actual"
   # A release cut short before its sums were made passes the checksum: read it whole first.
   tar -tzf "$stage/$asset" >/dev/null 2>&1 \
-    || die "the release's $asset is not a whole archive (cut off or damaged); refusing to install (the installed worker, if any, is unchanged): try again later"
+    || die "the release's $asset is not a whole archive (cut off or damaged); refusing to install (the installed worker, if any, is unchanged)"
   npm_swap "$worker_pkg" "$stage/$asset" || die "npm could not install the worker (the installed worker, if any, is unchanged)"
   mv -T "$stage/build.json" "$state/worker-build.json"
   command -v imd >/dev/null || die "the worker installed but 'imd' is not on PATH"

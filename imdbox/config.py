@@ -1,7 +1,8 @@
 """What one command acts on, decided once from the environment in the CLI and passed down.
 
 IMD_BOX_IMAGE, IMD_BOX_CONTAINER, IMD_BOX_VOLUME and IMD_BOX_NETWORK override the
-names (advanced; the tests use them so they never touch a user's own box). A seat
+names (advanced; the tests use them so they never touch a user's own box). IMD_BOX_LOGIN=jail
+puts the owner's Claude login in each Claude job's jail, as before the login broker. A seat
 (`box --seat NAME`) is one more worker identity on the same engine: its own container
 and volume (so its own settings, logins and pairing), `-NAME` after the names above.
 Every box shares the one image. Nothing here reads the environment on import.
@@ -16,6 +17,9 @@ from typing import Optional
 
 from . import names
 
+# The owner's choice of where the Claude login lives, read here and given to every box as it is.
+LOGIN_ENV = "IMD_BOX_LOGIN"
+
 
 @dataclass(frozen=True)
 class Config:
@@ -24,6 +28,9 @@ class Config:
     base_volume: str = names.DEFAULT_VOLUME  # logins, the worker, pairing; never in the image
     network: str = "bridge"  # a user-defined bridge network to run every box on
     seat: Optional[str] = None  # the seat this command acts on (None: the one without a name)
+    # IMD_BOX_LOGIN=jail: the owner's Claude login in each Claude job's jail, as before the login
+    # broker; else the broker holds it (worker/broker). Every box gets it as IMD_BOX_LOGIN.
+    login_in_jail: bool = False
     # The environment the command started with: the engine's endpoint (DOCKER_HOST,
     # DOCKER_CONTEXT) and what install.sh is handed on (IMD_*_PACKAGE) come from it.
     env: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
@@ -36,6 +43,7 @@ class Config:
             base_volume=env.get("IMD_BOX_VOLUME") or names.DEFAULT_VOLUME,
             network=env.get("IMD_BOX_NETWORK") or "bridge",
             seat=seat,
+            login_in_jail=env.get(LOGIN_ENV) == "jail",
             env=dict(env),
         )
 

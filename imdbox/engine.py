@@ -16,7 +16,7 @@ import docker
 import docker.errors
 
 from . import hostaddrs, layout, names, protocol
-from .config import Config
+from .config import LOGIN_ENV, Config
 from .endpoint import Endpoint, client_for, endpoint
 from .errors import BoxError
 from .runflags import STOP_TIMEOUT, SYSTEM_PATH, EngineLimits, RunFlags
@@ -246,7 +246,7 @@ def flags(
         network=network_name or network(eng),
         volume=volume or eng.cfg.volume,
         box_command=eng.cfg.command(),
-        environment=dict(environment or {}),
+        environment={**({LOGIN_ENV: "jail"} if eng.cfg.login_in_jail else {}), **(environment or {})},
         restart=restart,
         interactive=interactive,
         host_addresses=hostaddrs.collect(eng.client, image, eng.endpoint.host, eng.cfg.container) if starts else (),
@@ -289,8 +289,11 @@ def run_oneoff(
 EXEC_ENV = {"PATH": SYSTEM_PATH}
 
 
-def exec_as_imd(container, command: Sequence[str]) -> tuple[int, str]:
-    result = container.exec_run(AS_IMD + list(command), user="root", environment=EXEC_ENV, demux=False)
+def exec_as_imd(container, command: Sequence[str], env: Optional[dict[str, str]] = None) -> tuple[int, str]:
+    """`command` as imd in a running box; `env`: more of its environment."""
+    result = container.exec_run(
+        AS_IMD + list(command), user="root", environment={**EXEC_ENV, **(env or {})}, demux=False
+    )
     return result.exit_code, (result.output or b"").decode(errors="replace")
 
 

@@ -7,7 +7,7 @@ import os
 import re
 from typing import Optional
 
-from . import diagnose, engine, refused, terminal, ui, volume, worker
+from . import broker, diagnose, engine, refused, terminal, ui, volume, worker
 from . import settings as settings_mod
 from .config import Config
 from .engine import Engine
@@ -87,6 +87,8 @@ def status(cfg: Config, json_output: bool = False) -> int:
             ui.say(f"health:    {engine.health(eng, container)}")
             if engine.is_up(container):  # a box Docker is restarting takes no exec
                 ui.say(f"refused:   {_refused_line(container)}")
+                said, wrong = broker.line(container)
+                ui.say(f"login:     {said}", style="red" if wrong else None)
     if img is None:
         ui.say(f"image:     {eng.cfg.image}: missing (run {pull_or_build(eng.cfg)})")
     else:

@@ -3,6 +3,8 @@ command box runs in a box names them by these absolute paths (root never resolve
 bare name, HACKING.md). tests/test_browser_unit.py and the image tests hold the
 Dockerfile to them."""
 
+from .names import HOME
+
 LIB = "/usr/local/lib/imd-box"  # the repo's worker/, browser/ and firewall/ folders
 WORKER_DIR = f"{LIB}/worker"
 BROWSER_DIR = f"{LIB}/browser"
@@ -23,6 +25,11 @@ SANDBOX_BWRAP = f"{WORKER_DIR}/bwrap"
 WORKER_VIEW = f"{WORKER_DIR}/door/view"
 DOOR = f"{WORKER_DIR}/door/door"
 DOOR_DIR = "/tmp/.imd-box-door"  # its socket's folder, in the box's /tmp (no jail has it)
+# The Claude login broker (worker/broker): its folder (the launchers' socket, the CA the jails
+# trust), outside every jail and the worker's view, and the port of its proxy in the box.
+BROKER_DIR = "/tmp/.imd-box-broker"
+CLAUDE_LOGIN = f"{HOME}/.claude/.credentials.json"  # the owner's, which it alone (and box shell) reads
+BROKER_PORT = 47611
 # The paths the box's scripts share (sourced), which tests/test_protocol_unit.py holds to these.
 PATHS = f"{WORKER_DIR}/paths"
 # The git and forge the worker runs on a job's tree (first on its PATH): each in that job's jail.

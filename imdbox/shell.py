@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 
-from . import engine, ui, volume
+from . import broker, engine, ui, volume
 from .config import Config
 from .engine import Engine
 from .errors import BoxError
@@ -33,7 +33,7 @@ def shell(cfg: Config, command: Sequence[str], tty: bool) -> int:
     if tty:
         if running:
             # Root starts in / (never chdir into the volume); the shell cds home as imd.
-            env = [a for k, v in engine.EXEC_ENV.items() for a in ("-e", f"{k}={v}")]
+            env = [a for k, v in {**engine.EXEC_ENV, **broker.SHELL_ENV}.items() for a in ("-e", f"{k}={v}")]
             args = [*docker_cli(eng), "exec", "-it", "-u", "root", *env, eng.cfg.container] + engine.AS_IMD + cmd
         else:
             flags = engine.flags(eng, "shell", cmd, interactive=True)
@@ -41,7 +41,7 @@ def shell(cfg: Config, command: Sequence[str], tty: bool) -> int:
         return subprocess.call(args)
     # No terminal: run the command and pass its output and exit code.
     if running:
-        code, out = engine.exec_as_imd(container, cmd)
+        code, out = engine.exec_as_imd(container, cmd, broker.SHELL_ENV)
         if out:
             ui.say(out.rstrip("\n"))
         return code

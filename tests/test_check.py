@@ -74,14 +74,14 @@ def has_browser(docker_client, box_image):
 FROM_A_JOBS_JAIL = set(walls.FROM_A_JOBS_JAIL)
 # A twin's check runs every line but the browser's, the jail's own (the read jail's, the
 # worker's hands' and its view's) and those a job's jail runs again, unless its break is theirs:
-# read_jail=True (16 and 23), hands=True (23), view=True (24), network=True, or browser=True (every line) for
+# read_jail=True (16, 23 and 25), hands=True (23), view=True (24), network=True, or browser=True (every line) for
 # a break of the browser's or one that stops Chromium too. Those are a check's costliest
 # (Chromium in 15 and 16; the jail's pass over the network, first and alone; the worker's git
 # and forge in 23), and some forty twins would prove again what the healthy runs prove.
 # A twin that runs no network line starts on the internet's network alone, as `box` starts a
 # box: the other networks hold only those lines' targets.
 BUT_THE_BROWSER = [w.id for w in WALLS if w.id != "browser"]
-THE_JAILS = {"read_jail", "worker_hands"}
+THE_JAILS = {"read_jail", "worker_hands", "login_broker"}
 TWINS_LINES = [w for w in BUT_THE_BROWSER if w not in THE_JAILS and w != "worker_view" and w not in FROM_A_JOBS_JAIL]
 
 
@@ -317,6 +317,10 @@ HEALTHY_EVIDENCE = {
         "9 ways to start an agent CLI, git or forge all call the door; no login;",
         "the door's /proc and signals out of reach; the worker's git ran in a job's jail",
     ],
+    # No Claude login in this volume: line 16's or this line's canary of one.
+    "login_broker": [
+        "a job's jail holds a sentinel of its run's, not a Claude login (canary), which the login broker holds"
+    ],
 }
 
 
@@ -341,7 +345,7 @@ def test_1_user_root_in_the_box(check, has_browser):
     # Root without capabilities cannot enter imd's 700 home to set up the read jail's test (16),
     # the worker's hands' (23), its view's (24) or a job's workspace for the network lines' jail,
     # nor map uid 0 into a user namespace without CAP_SETFCAP (17); Chromium's sandbox fails too.
-    failing = {"user", "read_jail", "jailed_root", "worker_hands", "worker_view", *FROM_A_JOBS_JAIL}
+    failing = {"user", "read_jail", "jailed_root", "worker_hands", "worker_view", "login_broker", *FROM_A_JOBS_JAIL}
     expect_failed(report, failing, has_browser, browser_fails=True)
     assert "from a job's jail: cannot make the job's workspace in /home/imd (EACCES)" in report.by_id("lan").detail
     assert "cannot set up the test" in report.by_id("read_jail").detail
@@ -412,7 +416,9 @@ def test_6_worker_keeps_net_admin_and_reads_the_rules(check, has_browser):
     report = check(patch=drop_with(DROP, keep), read_jail=True)
     # bubblewrap refuses to run for a caller holding capabilities: no read jail (16), no
     # jailed root through bwrap (17) and no jail for the worker's hands (23) to prove anything with.
-    expect_failed(report, {"capabilities", "firewall", "read_jail", "jailed_root", "worker_hands"}, has_browser)
+    expect_failed(
+        report, {"capabilities", "firewall", "read_jail", "jailed_root", "worker_hands", "login_broker"}, has_browser
+    )
     assert "ALLOWED: list, list v6, add a chain, flush" in report.by_id("firewall").detail
     assert "Unexpected capabilities" in report.by_id("read_jail").detail
     assert "Unexpected capabilities" in report.by_id("worker_hands").detail
@@ -579,7 +585,7 @@ esac
     report = check(patch={layout.JAIL: (passthrough, 0o755)}, read_jail=True)
     # The worker's hands (line 23) go through the same jail: their git and forge read the home,
     # and tools.env's values reach a job's environment.
-    expect_failed(report, {"read_jail", "worker_hands"}, has_browser)
+    expect_failed(report, {"read_jail", "worker_hands", "login_broker"}, has_browser)
     hands = report.by_id("worker_hands").detail
     assert "a job's fsmonitor under the worker's git READ the rest of the home" in hands, hands
     assert "a job's environment holds tools.env's IMD_BOX_CHECK_KEY" in hands, hands
@@ -741,7 +747,7 @@ def test_16_17_no_user_namespaces(check, has_browser):
 
     report = check(mutate=docker_default, read_jail=True, network=True)
     failed = set(report.failed()) & asked(report)  # not the browser (Chromium's sandbox needs user namespaces too)
-    assert failed == {"read_jail", "jailed_root", "worker_hands", *FROM_A_JOBS_JAIL}, show(report)
+    assert failed == {"read_jail", "jailed_root", "worker_hands", "login_broker", *FROM_A_JOBS_JAIL}, show(report)
     assert "No permissions to create a new namespace" in report.by_id("metadata").detail, show(report)
     detail = report.by_id("read_jail").detail
     assert "srt in the job's jail did not start" in detail and "No permissions to create a new namespace" in detail, (
@@ -891,6 +897,34 @@ def test_24_a_door_that_runs_the_program_unjailed(check, has_browser):
     assert "the worker's git ran outside a job's jail" in report.by_id("worker_view").detail
 
 
+def test_25_the_login_in_the_jail_by_the_owners_choice(check, has_browser):
+    # IMD_BOX_LOGIN=jail, as before the broker: the jail holds the login itself, and says whose choice.
+    def in_the_jail(kw):
+        kw["environment"]["IMD_BOX_LOGIN"] = "jail"
+
+    report = check(mutate=in_the_jail, read_jail=True)
+    expect_failed(report, {"login_broker"}, has_browser)
+    detail = report.by_id("login_broker").detail
+    assert "a job's jail holds a Claude login (canary) (the box was started with IMD_BOX_LOGIN=jail" in detail, detail
+
+
+def test_25_a_jail_that_binds_the_login(check, has_browser):
+    # A login room that binds the owner's login into the jail, as the home room did before the broker.
+    bound = script_with(
+        "worker/jail.d/login",
+        f"{layout.JAIL_ROOMS}/login",
+        (
+            '  [ "$runtime" = claude ] && [ -e "$LOGIN" ] || return 0\n',
+            '  [ "$runtime" = claude ] && [ -e "$LOGIN" ] || return 0\n  jail+=(--bind "$LOGIN" "$LOGIN") && return 0\n',
+        ),
+    )
+    report = check(patch=bound, read_jail=True)
+    expect_failed(report, {"login_broker"}, has_browser)
+    detail = report.by_id("login_broker").detail
+    # The broker was never started: nothing asked it for a sentinel.
+    assert detail.startswith("a job's jail holds a Claude login (canary); the login broker does not answer"), detail
+
+
 def test_22_the_host_addresses_not_given_to_the_firewall(check, has_browser):
     def forget(kw):
         kw["environment"].pop(HOST_ADDRS_ENV)
@@ -969,7 +1003,7 @@ def test_missing_tools_are_fail_not_crash(check, has_browser):
         kw["command"][-1] = json.dumps(config)
 
     report = check(mutate=missing, read_jail=True)
-    walls = {"no_new_privs", "seccomp", "firewall", "read_jail", "jailed_root", "image", "worker_hands"}
+    walls = {"no_new_privs", "seccomp", "firewall", "read_jail", "jailed_root", "image", "worker_hands", "login_broker"}
     expect_failed(report, walls, has_browser=False)
     for wall in walls:
         assert "missing from the box" in report.by_id(wall).detail, show(report)
@@ -982,8 +1016,8 @@ def test_a_hanging_tool_is_fail_not_a_hang(check, has_browser, docker_client, bo
     started = time.monotonic()
     report = check(patch={"/usr/bin/bwrap": HANG}, read_jail=True)
     assert time.monotonic() - started < 30
-    expect_failed(report, {"read_jail", "jailed_root", "image", "worker_hands"}, has_browser)
-    for wall in ("read_jail", "jailed_root", "image", "worker_hands"):
+    expect_failed(report, {"read_jail", "jailed_root", "image", "worker_hands", "login_broker"}, has_browser)
+    for wall in ("read_jail", "jailed_root", "image", "worker_hands", "login_broker"):
         assert "timed out" in report.by_id(wall).detail, show(report)
     # The tool's own limit ends the line, and names the tool: the hung sleep (the jail's
     # bwrap) holds the pipes, and a line that waited for them would end at the probe's limit.

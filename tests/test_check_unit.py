@@ -35,8 +35,8 @@ def all_ok():
 
 
 def test_walls_numbered_in_order():
-    assert [w.number for w in WALLS] == list(range(1, 25))
-    assert len({w.id for w in WALLS}) == 24
+    assert [w.number for w in WALLS] == list(range(1, 26))
+    assert len({w.id for w in WALLS}) == 25
 
 
 def test_every_wall_has_a_probe():
@@ -219,7 +219,7 @@ def test_render_and_svg():
     console = Console(record=True, width=150, file=__import__("io").StringIO())
     render(report, console)
     text = console.export_text()
-    assert "24 walls checked in 4.2 s: 1 FAIL (24)" in text
+    assert "25 walls checked in 4.2 s: 1 FAIL (25)" in text
     assert "FAIL" in text and "ok" in text
     assert console.export_svg().startswith("<svg")
 
@@ -287,7 +287,7 @@ def test_the_report_fits_its_terminal_and_shows_each_fail_whole(width):
     text = squeezed("\n".join(lines))
     for r in report.results:
         assert (squeezed(r.detail) in text) is (not r.ok), r.id
-    summary = "24 walls checked in 3.1 s: 12 FAIL (1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23)"
+    summary = "25 walls checked in 3.1 s: 13 FAIL (1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25)"
     assert squeezed(" ".join(lines[-2:])).endswith(squeezed(summary)), lines[-2:]
 
 
@@ -397,9 +397,9 @@ def test_the_report_says_in_one_line_which_lines_the_url_left_unproved(width):
         assert head.startswith(f"{number} ---- "), head
     text = " ".join(" ".join(lines).split())
     assert "not proved: nowhere.invalid did NOT resolve" in text
-    last = text[text.index("24 walls checked") :]
+    last = text[text.index("25 walls checked") :]
     assert last == (
-        "24 walls checked in 3.0 s: 13, 14, 16 not proved: the box could not reach its internet URL "
+        "25 walls checked in 3.0 s: 13, 14, 16 not proved: the box could not reach its internet URL "
         f"(GET {URL} failed: ENOTFOUND); run it again with --url and a URL the box can reach"
     ), last
     assert "FAIL" not in text
@@ -409,4 +409,4 @@ def test_a_fail_and_lines_not_proved_are_both_said():
     rows = unreached_rows(user={"ok": False, "detail": "uid 0"})
     report = Report(runner.parse(box_output(rows), WALLS_UP, 0)[0], 3.0)
     text = " ".join(" ".join(rendered(report, 80)).split())
-    assert "24 walls checked in 3.0 s: 1 FAIL (1); 13, 14, 16 not proved: " in text
+    assert "25 walls checked in 3.0 s: 1 FAIL (1); 13, 14, 16 not proved: " in text

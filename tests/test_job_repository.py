@@ -160,12 +160,17 @@ CLASSES = {
 @pytest.fixture(scope="module")
 def sides(docker_client, box_image, topology, agents):
     """A walled box of the image (defended), and one of the image with the launcher undefended,
-    on the installed CLIs' volume."""
+    on the installed CLIs' volume. The twin holds the login in the job's jail (IMD_BOX_LOGIN=jail),
+    as every jail did before the login broker: what a repository's settings run there reads it."""
+
+    def login_in_the_jail(kwargs: dict) -> None:
+        kwargs["environment"]["IMD_BOX_LOGIN"] = "jail"
+
     with patched_image(docker_client, box_image, UNDEFENDED_LAUNCHER) as twin_image:
         made = {}
         try:
-            for side, image in (("defended", box_image), ("twin", twin_image)):
-                made[side] = (image, boxes.start_walled(docker_client, image, topology, volume=agents))
+            for side, image, mutate in (("defended", box_image, None), ("twin", twin_image, login_in_the_jail)):
+                made[side] = (image, boxes.start_walled(docker_client, image, topology, volume=agents, mutate=mutate))
             yield made
         finally:
             for _, box in made.values():

@@ -64,6 +64,9 @@ def test_the_scripts_paths_are_layouts():
         "FILTER": layout.HANDS_FILTER,
         "DOOR": layout.DOOR,
         "DOOR_DIR": layout.DOOR_DIR,
+        "BROKER_DIR": layout.BROKER_DIR,
+        "BROKER_PORT": str(layout.BROKER_PORT),
+        "LOGIN": layout.CLAUDE_LOGIN,
     }.items() <= paths.items(), paths
     # The door, in C, names the same: where it runs the launchers, and its socket.
     door = (ROOT / "worker" / "door" / "door.c").read_text()

@@ -146,3 +146,12 @@ def test_the_box_names_its_seats_command(seat, command):
     made = engine.flags(eng, "worker", starts=False)
     assert made.sdk_kwargs()["environment"][runflags.BOX_COMMAND_ENV] == command
     assert made.volume == Config().seat_names(seat)[1]
+
+
+@pytest.mark.parametrize("jail", [True, False])
+def test_every_box_gets_the_owners_choice_of_the_login(jail):
+    """IMD_BOX_LOGIN=jail on the Mac reaches the box as its own environment (the login broker
+    reads it from PID 1's, worker/broker/start); without it, the box has none."""
+    eng = engine.Engine(_Engine(), Config(login_in_jail=jail), Endpoint("unix:///nowhere", "a test"))
+    env = engine.flags(eng, "worker", starts=False).sdk_kwargs()["environment"]
+    assert env.get("IMD_BOX_LOGIN") == ("jail" if jail else None)

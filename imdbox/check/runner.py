@@ -25,7 +25,9 @@ from urllib.parse import urlsplit
 
 from .. import browser, names, protocol
 from ..layout import (
+    BROKER_DIR,
     CLAUDE_JAIL,
+    CLAUDE_LOGIN,
     CLAUDE_SETTINGS,
     CODEX_JAIL,
     DOOR,
@@ -45,7 +47,7 @@ from .walls import FROM_A_JOBS_JAIL, WALLS
 # The probe, in parts that are ES modules of their own (each linted as one), and shipped as
 # one script: probe_source() puts them together in this order.
 PROBE_DIR = Path(__file__).with_name("probe")
-PROBE_PARTS = ("base", "box", "network", "jail", "view", "main")
+PROBE_PARTS = ("base", "box", "network", "jail", "view", "login", "main")
 _IMPORT = re.compile(r'^import (?:(\w+)|\{ ([\w, ]+) \}) from "([^"]+)";$')
 
 
@@ -178,6 +180,7 @@ def probe_config(flags: RunFlags, internet_url: str, targets: Targets, only: Seq
         "browser": {"script": browser.CHECK_SCRIPT, "budget_ms": browser.CHECK_SECONDS * 1000},
         "tool_ms": TOOL_SECONDS * 1000,
         "claude_settings": CLAUDE_SETTINGS,
+        "broker": {"socket": f"{BROKER_DIR}/control.sock", "login": CLAUDE_LOGIN},
         "targets": t,
         "only": list(only),
         "from_a_jobs_jail": list(FROM_A_JOBS_JAIL),

@@ -57,6 +57,12 @@ WALLS: list[Wall] = [
         "the worker's view: no agent CLI, login or git of its own",
         "the worker's view: no CLI, login or git",
     ),
+    Wall(
+        25,
+        "login_broker",
+        "the Claude login: no job's jail holds it, the login broker does",
+        "the Claude login: in no job's jail",
+    ),
 ]
 
 BY_ID = {w.id: w for w in WALLS}

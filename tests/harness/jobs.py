@@ -164,6 +164,8 @@ class Run:
     prompt: Optional[str] = None  # what the model got as the job's prompt
     login: Optional[str] = None  # what Codex signed its requests with (codex_play)
     seen: tuple[str, ...] = ()  # the watched texts some request to the model held (play's `watch`)
+    requests: tuple[dict, ...] = ()  # with a `login`: each request Anthropic got (model.mjs)
+    refreshes: tuple[dict, ...] = ()  # with a `login`: each refresh of the login it was asked for
 
     def result(self, step: int, index: int = 0) -> dict:
         """The result of the `index`th tool call of the script's `step`th turn."""
@@ -185,15 +187,26 @@ class Run:
 
 @contextlib.contextmanager
 def model(
-    client, image: str, box, steps: list, source: str = MODEL_JS, watch: Sequence[str] = ()
+    client,
+    image: str,
+    box,
+    steps: list,
+    source: str = MODEL_JS,
+    watch: Sequence[str] = (),
+    login: Optional[dict] = None,
 ) -> Iterator[tuple[int, object]]:
     """The scripted model on `box`'s loopback (Claude Code's, or Codex's: `source`): its port
-    and its container. `watch`: texts Claude Code's model reports when a request holds one."""
+    and its container. `watch`: texts Claude Code's model reports when a request holds one.
+    `login`: Anthropic at its real names instead, with a login (model.mjs's MODEL_LOGIN;
+    tests/harness/login.py)."""
+    environment = {"MODEL_SCRIPT": json.dumps({"steps": steps}), "MODEL_WATCH": json.dumps(list(watch))}
+    if login is not None:
+        environment["MODEL_LOGIN"] = json.dumps(login)
     container = client.containers.run(
         image,
         entrypoint=["/usr/local/bin/node", "--input-type=module", "-e", source],
         command=[],
-        environment={"MODEL_SCRIPT": json.dumps({"steps": steps}), "MODEL_WATCH": json.dumps(list(watch))},
+        environment=environment,
         network_mode=f"container:{box.id}",
         user="65534:65534",
         read_only=True,
@@ -230,26 +243,27 @@ def play(
     watch: Sequence[str] = (),
     way: Optional[str] = None,
     view: bool = False,
+    login: Optional[dict] = None,
 ) -> Run:
     """One run of the real Claude Code in `box` as the worker starts it, the model playing
     `steps`. `jailed=False`: the plain `claude` the worker would run without the box's
     IDENTITYMD_CLAUDE_BIN (the bench's and the breaking twins' side). `watch`: texts looked
-    for in what Claude Code sends the model (Run.seen). `way`, `view`: as start_cli."""
+    for in what Claude Code sends the model (Run.seen). `way`, `view`: as start_cli. `login`:
+    the model is Anthropic at its real names (tests/harness/login.py), and the owner's Claude
+    login in the box is Claude Code's, as on a box signed in with `claude`."""
     cwd = cwd or workspace()
-    with model(client, image, box, steps, watch=watch) as (port, container):
-        env = {
-            **WORKER_ENV,
-            **OFFLINE,
-            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
-            "ANTHROPIC_API_KEY": STAND_IN_KEY,
-            **(env or {}),
-        }
+    with model(client, image, box, steps, watch=watch, login=login) as (port, container):
+        reached = {} if login else {"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}", "ANTHROPIC_API_KEY": STAND_IN_KEY}
+        env = {**WORKER_ENV, **OFFLINE, **reached, **(env or {})}
         flag, _, *rest = argv(prompt, profile, len(steps) + 2, browser, tools)
         code, out = start_cli(
             box, cwd, "IDENTITYMD_CLAUDE_BIN", "claude", [flag], prompt, rest, jailed, env, timeout, way, view
         )
         said = heard(container)
-    return Run(code, out, said["result"], (said["prompt"] or [None])[0], seen=tuple(said["seen"]))
+    return Run(
+        code, out, said["result"], (said["prompt"] or [None])[0], seen=tuple(said["seen"]),
+        requests=tuple(said["request"]), refreshes=tuple(said["refresh"]),
+    )  # fmt: skip
 
 
 def start_cli(box, cwd: str, variable: str, cli: str, before: list[str], prompt: str, after: list[str], jailed: bool,
@@ -278,8 +292,8 @@ def start_cli(box, cwd: str, variable: str, cli: str, before: list[str], prompt:
 
 def heard(container) -> dict[str, list]:
     """The scripted model's lines: each tool's result, the job's prompt, Codex's login, the
-    watched texts seen."""
-    said = {"result": [], "prompt": [], "login": [], "seen": []}
+    watched texts seen, and with a login each request and refresh."""
+    said = {"result": [], "prompt": [], "login": [], "seen": [], "request": [], "refresh": []}
     for line in container.logs().decode(errors="replace").splitlines():
         kind, _, data = line.partition(" ")
         if kind in said:

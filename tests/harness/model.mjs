@@ -23,7 +23,23 @@
 //   prompt <json>   the text of the first user message Claude Code sent (the job's prompt)
 //   result <json>   a tool's result: {"step", "tool", "input", "is_error", "text", "images"}
 //   seen <json>     a text of MODEL_WATCH that a request held
+//
+// MODEL_LOGIN (JSON, optional): Anthropic at its real names instead (api.anthropic.com and
+// platform.claude.com, which the test box's hosts file gives this loopback), with TLS from a
+// test CA and a subscription login, as Claude Code's login uses them:
+//   {"tls": {"key", "cert"}, "access": "<the valid access token>", "refresh": "<its refresh token>",
+//    "faults": {"expired": n, "invalid_grant": true, "rate_limited": n}}
+// - POST /v1/messages wants `Authorization: Bearer <access>`: else 401 (authentication_error).
+//   "expired": n: the first n requests get 401 even so, as a token that expired early would.
+//   "rate_limited": n: the first n get 429 (rate_limit_error).
+// - POST /v1/oauth/token (grant_type refresh_token) rotates: a new access and refresh token
+//   each time, and a refresh token used once is refused (400 invalid_grant) ever after;
+//   "invalid_grant": true refuses every refresh.
+// - GET /api/oauth/profile answers the account with the access token, as /v1/messages would.
+// Each request is reported: request <json> {"host", "method", "path", "headers" (raw, in order),
+// "body"}, and each refresh: refresh <json> {"given", "ok"}.
 import http from "node:http";
+import https from "node:https";
 
 const script = JSON.parse(process.env.MODEL_SCRIPT || '{"steps": []}');
 const port = Number(process.env.MODEL_PORT || 0);
@@ -113,11 +129,57 @@ function stream(res, msg) {
   res.end();
 }
 
-const server = http.createServer((req, res) => {
+const login = process.env.MODEL_LOGIN ? JSON.parse(process.env.MODEL_LOGIN) : null;
+const faults = { expired: 0, invalid_grant: false, rate_limited: 0, ...(login?.faults ?? {}) };
+const usedUp = new Set();
+let issued = 0;
+
+function answer(res, status, data) {
+  res.writeHead(status, { "content-type": "application/json" });
+  res.end(JSON.stringify(data));
+}
+
+// The login's side of a request; true when it was answered here.
+function loggedIn(req, res, path, raw) {
+  if (!login) return false;
+  console.log(`request ${JSON.stringify({
+    host: req.headers.host, method: req.method, path: req.url, headers: req.rawHeaders, body: raw,
+  })}`);
+  if (req.method === "POST" && path === "/v1/oauth/token") {
+    let asked = {};
+    try {
+      asked = JSON.parse(raw);
+    } catch {}
+    const ok = !faults.invalid_grant && asked.grant_type === "refresh_token" && asked.refresh_token === login.refresh
+      && !usedUp.has(asked.refresh_token);
+    console.log(`refresh ${JSON.stringify({ given: asked.refresh_token ?? null, ok })}`);
+    if (!ok) return answer(res, 400, { error: "invalid_grant", error_description: "Invalid refresh token" }), true;
+    usedUp.add(login.refresh);
+    issued += 1;
+    login.access = `sk-ant-oat01-imdt-access-${issued}`;
+    login.refresh = `sk-ant-ort01-imdt-refresh-${issued}`;
+    answer(res, 200, {
+      token_type: "Bearer", access_token: login.access, refresh_token: login.refresh, expires_in: 28800,
+      scope: asked.scope ?? "user:inference",
+    });
+    return true;
+  }
+  const refused = (status, type) => answer(res, status, { type: "error", error: { type, message: type } });
+  if (req.headers.authorization !== `Bearer ${login.access}`) return refused(401, "authentication_error"), true;
+  if (path === "/v1/messages" && faults.expired > 0) return (faults.expired -= 1), refused(401, "authentication_error"), true;
+  if (path === "/v1/messages" && faults.rate_limited > 0) return (faults.rate_limited -= 1), refused(429, "rate_limit_error"), true;
+  if (req.method === "GET" && path === "/api/oauth/profile") {
+    return answer(res, 200, { account: { uuid: "imdt-account", email_address: "owner@imdt.invalid" } }), true;
+  }
+  return false;
+}
+
+const serve = (req, res) => {
   const chunks = [];
   req.on("data", (c) => chunks.push(c));
   req.on("end", () => {
     const path = req.url.split("?")[0];
+    if (loggedIn(req, res, path, Buffer.concat(chunks).toString("utf8"))) return;
     if (req.method !== "POST" || path !== "/v1/messages") {
       res.writeHead(404, { "content-type": "application/json" });
       res.end(JSON.stringify({ type: "error", error: { type: "not_found_error", message: `no ${path} here` } }));
@@ -137,6 +199,7 @@ const server = http.createServer((req, res) => {
       res.end(JSON.stringify(msg));
     }
   });
-});
-server.listen(port, "127.0.0.1", () => console.log(`listening: model ${server.address().port}`));
+};
+const server = login ? https.createServer(login.tls, serve) : http.createServer(serve);
+server.listen(login ? 443 : port, "127.0.0.1", () => console.log(`listening: model ${server.address().port}`));
 process.on("SIGTERM", () => process.exit(0));

@@ -44,11 +44,38 @@ export function makeDirs(dir, made) {
   }
 }
 
-/** A file that is not there yet, made for the test (never over a real one: O_EXCL). */
-export function makeCanary(file, made) {
+/** A file that is not there yet, made for the test (never over a real one: O_EXCL); `text`,
+ * else the canary's. */
+export function makeCanary(file, made, text = CANARY_TEXT) {
   makeDirs(path.dirname(file), made);
-  fs.writeFileSync(file, CANARY_TEXT, { mode: 0o600, flag: "wx" });
-  made.push({ path: file, ino: fs.statSync(file).ino });
+  fs.writeFileSync(file, text, { mode: 0o600, flag: "wx" });
+  made.push({ path: file, ino: fs.statSync(file).ino, text });
+}
+
+// A Claude login's canary has a login's shape, so the login broker stands in for it in a job's
+// jail as for the owner's (worker/jail.d/login): lines 16 and 25 both may make it.
+export const LOGIN_CANARY = `${JSON.stringify({
+  claudeAiOauth: {
+    accessToken: `sk-ant-oat01-${CANARY}-access`,
+    refreshToken: `sk-ant-ort01-${CANARY}-refresh`,
+    expiresAt: 4102444800000,
+    scopes: ["user:inference"],
+  },
+})}\n`;
+
+/** The Claude login at `file`, or its canary where there is none: "real" or "canary". Lines 16
+ * and 25 run at once and both want it: the canary is made by the first that holds it, and
+ * removed when the last lets go (letLoginGo; main.mjs's end, for a line cut off). */
+const loginCanary = { holds: 0, made: [] };
+export function claudeLogin(file) {
+  loginCanary.holds += 1;
+  if (fs.existsSync(file)) return readRegular(file).toString("utf8") === LOGIN_CANARY ? "canary" : "real";
+  makeCanary(file, loginCanary.made, LOGIN_CANARY);
+  return "canary";
+}
+export function letLoginGo(all = false) {
+  loginCanary.holds = all ? 0 : Math.max(0, loginCanary.holds - 1);
+  if (loginCanary.holds === 0) cleanup(loginCanary.made);
 }
 
 /** What the jail must not read (the real login, device key and tools.env, or a canary AT
@@ -57,9 +84,8 @@ export function makeCanary(file, made) {
  * the jail runs for, which it must read: srt runs in it, as Claude Code runs a job's command. */
 function jailTargets(made) {
   const p = secretPaths();
-  const secrets = [];
+  const secrets = [[claudeLogin(p.claudeLogin) === "canary" ? "the Claude login (canary)" : "the Claude login", p.claudeLogin]];
   for (const [label, file] of [
-    ["the Claude login", p.claudeLogin],
     ["the Codex login", p.codexLogin],
     ["the device key", p.deviceKey],
     ["tools.env", p.toolsEnv],
@@ -97,7 +123,7 @@ export function cleanup(made) {
     try {
       if (m.tree) fs.rmSync(m.path, { recursive: true, force: true });
       else if (m.ino === undefined) fs.rmdirSync(m.path);
-      else if (fs.statSync(m.path).ino === m.ino && fs.readFileSync(m.path, "utf8") === CANARY_TEXT) fs.unlinkSync(m.path);
+      else if (fs.statSync(m.path).ino === m.ino && fs.readFileSync(m.path, "utf8") === m.text) fs.unlinkSync(m.path);
     } catch {}
   }
 }
@@ -105,7 +131,7 @@ export function cleanup(made) {
 /** A regular file's bytes, read through the one descriptor it was checked on. Opened
  * without waiting: a FIFO planted where a secret goes would block the probe's one thread
  * on its open or its read, and every line with it. */
-function readRegular(file) {
+export function readRegular(file) {
   const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   try {
     const st = fs.fstatSync(fd);
@@ -357,6 +383,7 @@ export async function readJail() {
     ({ secrets, work, workspace, other } = jailTargets(MADE));
   } catch (e) {
     cleanup(MADE);
+    letLoginGo();
     return { ok: false, detail: `cannot set up the test in ${HOME} (${e.code || e}): nothing proved` };
   }
   let scratch, driver, repository;
@@ -469,18 +496,20 @@ export async function readJail() {
         return { why: `${label} did not start (exit ${r.code}): ${short(r.err || r.out, 160)}` };
       return { seen };
     };
-    const readBy = (seen, skip = () => false) => {
+    // The jail holds Claude Code's login: a sentinel of the login broker's, minted for each run
+    // (line 25 proves no jail holds the owner's), which Claude's own tools and its browser may
+    // read and the sandboxes may not: there, reading whatever is at its path is reading it.
+    const login = (label) => label.startsWith("the Claude login");
+    const readBy = (seen, skip = () => false, sandbox = false) => {
       const read = [];
+      const got = (label, f, x) => x === digest[f] || (sandbox && login(label) && x !== undefined && x !== "denied");
       secrets.forEach(([label, f], i) => {
         if (skip(label)) return;
-        if (seen[f] === digest[f]) read.push(`${label} at ${f}`);
-        if (seen[viaProc[i]] === digest[f]) read.push(`${label} through ${viaProc[i]}`);
+        if (got(label, f, seen[f])) read.push(`${label} at ${f}`);
+        if (got(label, f, seen[viaProc[i]])) read.push(`${label} through ${viaProc[i]}`);
       });
       return read;
     };
-    // The jail holds the Claude login for Claude Code (its permission rules keep its tools
-    // from it); nothing else of the home may be there.
-    const login = (label) => label.startsWith("the Claude login");
     const views = [
       ["srt in the job's jail", sandboxRun, "the sandbox", () => false],
       ["Codex's sandbox in the job's jail", codexRun, "Codex's sandbox", () => false],
@@ -496,7 +525,7 @@ export async function readJail() {
         continue;
       }
       seen[label] = v.seen;
-      const read = readBy(v.seen, skip);
+      const read = readBy(v.seen, skip, who.endsWith("sandbox"));
       if (read.length) bad.push(`${who} READ ${read.join(", ")}${who === "the sandbox" ? ` (rules from ${claude.file})` : ""}`);
       if (v.seen[work] !== digest[work])
         bad.push(`${who} cannot read the job's own workspace either (${work}): not a jail a job can work in`);
@@ -545,6 +574,7 @@ export async function readJail() {
     if (repository) await repository.catch(() => {});
     if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
     cleanup(MADE);
+    letLoginGo();
   }
 }
 

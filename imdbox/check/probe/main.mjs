@@ -3,8 +3,9 @@
 import { cfg, LINE_MS, IN_JAIL, RESULT_MARK, short } from "./base.mjs";
 import { user, capabilities, noNewPrivs, seccomp, mounts, firewall, resources, secrets, readOnly, image } from "./box.mjs";
 import { mac, lan, tailscale, metadata, multicast, ipv6, dnsWall, internet, browser, hostAddrs, fromJobsJail } from "./network.mjs";
-import { cleanup, MADE, MADE_HANDS, readJail, jailedRoot, workerHands } from "./jail.mjs";
+import { cleanup, letLoginGo, MADE, MADE_HANDS, readJail, jailedRoot, workerHands } from "./jail.mjs";
 import { MADE_VIEW, workerView } from "./view.mjs";
+import { MADE_LOGIN, loginBroker } from "./login.mjs";
 
 // ------------------------------------------------------------------ run them all
 
@@ -12,6 +13,7 @@ const CHECKS = {
   user, capabilities, no_new_privs: noNewPrivs, seccomp, mounts, firewall, mac, lan, tailscale, metadata,
   multicast, ipv6, dns: dnsWall, internet, browser, read_jail: readJail, jailed_root: jailedRoot, resources,
   secrets, image, read_only: readOnly, host_addrs: hostAddrs, worker_hands: workerHands, worker_view: workerView,
+  login_broker: loginBroker,
 }; // prettier-ignore
 
 async function guarded(id, fn) {
@@ -51,5 +53,7 @@ const results = await Promise.all(
 cleanup(MADE);
 cleanup(MADE_HANDS);
 cleanup(MADE_VIEW);
+cleanup(MADE_LOGIN);
+letLoginGo(true);
 process.stdout.write(`${RESULT_MARK}${JSON.stringify({ results, jailed })}\n`);
 process.exit(0);

@@ -10,7 +10,7 @@ export const MADE_VIEW = [];
 // Run in the worker's view (worker/door/view), in a job's node: every program a worker could
 // start an agent CLI or a hand by (by name, the npm links and their realpath, every program of
 // the CLIs' packages, the launchers, git and forge by path) must be a stand-in that calls the
-// door; no login may be there; the door must be out of reach (its /proc, the view's user
+// door; no login may be there (but the login broker's stand-in of Claude's); the door must be out of reach (its /proc, the view's user
 // namespace; its signals, Landlock); and the worker's git
 // must run in a job's jail, where the canary in the home is not.
 const VIEW_SCRIPT = `
@@ -29,7 +29,12 @@ while IFS= read -r -d '' f; do look "$f"; done < <(find "$root"/@anthropic-ai "$
 for f in "$@"; do look "$f"; done
 echo "stand-ins $seen"
 [ -z "$(ls -A /usr/lib/git-core 2>/dev/null)" ] || echo "real /usr/lib/git-core"
-for f in ~/.claude/.credentials.json ~/.codex/auth.json ~/.grok/user-settings.json; do [ ! -e "$f" ] || echo "login $f"; done
+# A Claude login there is the broker's stand-in, which it refuses (line 25), or a login.
+for f in ~/.claude/.credentials.json ~/.codex/auth.json ~/.grok/user-settings.json; do
+  [ -e "$f" ] || continue
+  [ "$f" = ~/.claude/.credentials.json ] && grep -q '"accessToken":"sk-ant-oat01-imd-box-sentinel-' "$f" && continue
+  echo "login $f"
+done
 d=$(pgrep -o -f "^$door serve$") || d=
 if [ -z "$d" ]; then echo "no door"; else
   ! cat "/proc/$d/environ" >/dev/null 2>&1 || echo "read the door"

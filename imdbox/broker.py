@@ -1,0 +1,47 @@
+"""The Claude login broker of a running box (worker/broker): what `box status` says of it.
+
+The broker answers its own status on its socket, in the box's /tmp, as JSON: its mode ("broker",
+or "jail": IMD_BOX_LOGIN=jail), whether it holds a login, how many runs hold a sentinel now, and
+the last problem Anthropic gave it ("" when none). All of it is the box's text.
+"""
+
+from __future__ import annotations
+
+import json
+
+from . import engine, layout
+from .terminal import safe
+
+# The owner's own Claude Code in `box shell` (a running box's) talks to Anthropic through the
+# broker too, trusting its CA, so that the broker alone refreshes the login: a refresh token
+# works once, and the owner's Claude Code would otherwise refresh with one the broker has used,
+# be refused, and clear the login. Its token goes on unchanged.
+SHELL_ENV = {
+    "HTTPS_PROXY": f"http://127.0.0.1:{layout.BROKER_PORT}",
+    "NO_PROXY": "localhost,127.0.0.1,::1",
+    "NODE_EXTRA_CA_CERTS": f"{layout.BROKER_DIR}/trust.pem",
+}
+
+STATUS_COMMAND = [
+    "/usr/bin/curl", "-sS", "--fail", "--max-time", "5",
+    "--unix-socket", f"{layout.BROKER_DIR}/control.sock", "http://broker/status",
+]  # fmt: skip
+
+
+def line(container) -> tuple[str, bool]:
+    """`box status`'s login line, and whether it says something is wrong."""
+    code, out = engine.exec_as_imd(container, STATUS_COMMAND)
+    try:
+        said = json.loads(out) if code == 0 else None
+    except json.JSONDecodeError:
+        said = None
+    if not isinstance(said, dict):
+        return "the login broker does not answer: run `box start` again", True
+    problem = safe(str(said.get("problem") or ""))[:300]
+    if said.get("mode") == "jail":
+        where = "in each Claude job's jail (IMD_BOX_LOGIN=jail: your choice)"
+    elif said.get("login") != "held":
+        where = "none in the box (log in with `claude` in `box shell`)"
+    else:
+        where = f"held by the login broker; Claude jobs hold stand-ins ({int(said.get('runs') or 0)} now)"
+    return (f"{where}; PROBLEM: {problem}" if problem else where), bool(problem)

@@ -1,0 +1,112 @@
+"""Anthropic at its real names in the test world, and an owner's Claude login, for the login
+broker's tests (worker/broker).
+
+The scripted model (model.mjs, with MODEL_LOGIN) serves api.anthropic.com and
+platform.claude.com on the box's loopback, port 443, with a certificate of a test CA. A box of
+`walled` has those names at its loopback in its hosts file, and the test CA in its CA bundle,
+as a machine on the internet has the real hosts and the real CAs: the broker, and a Claude Code
+that bypassed it, reach them as they would Anthropic's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Optional
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from tests.harness import boxes
+from tests.harness.image import CA_FILE
+from tests.harness.jobs import HOME
+
+HOSTS = ("api.anthropic.com", "platform.claude.com")
+LOGIN = f"{HOME}/.claude/.credentials.json"
+ACCESS = "sk-ant-oat01-imdt-owner-access-0"
+REFRESH = "sk-ant-ort01-imdt-owner-refresh-0"
+BUNDLE = "/etc/ssl/certs/ca-certificates.crt"  # the box's CA bundle (the image's NODE_EXTRA_CA_CERTS)
+
+
+def _name(text: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, text)])
+
+
+def certificates() -> tuple[str, dict]:
+    """The test CA (PEM) and the hosts' TLS key and certificate it signed (model.mjs's "tls")."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    day = datetime.timedelta(days=1)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        x509.CertificateBuilder().subject_name(_name("imdt Anthropic test CA")).issuer_name(_name("imdt Anthropic test CA"))
+        .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - day).not_valid_after(now + day)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )  # fmt: skip
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder().subject_name(_name(HOSTS[0])).issuer_name(ca.subject)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - day).not_valid_after(now + day)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(h) for h in HOSTS]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )  # fmt: skip
+    pem = lambda c: c.public_bytes(serialization.Encoding.PEM).decode()  # noqa: E731
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return pem(ca), {"key": private.decode(), "cert": pem(cert)}
+
+
+def owner_login(expires_in: float = 8 * 3600, access: str = ACCESS, refresh: str = REFRESH) -> str:
+    """The owner's login as `claude` writes it on Linux (~/.claude/.credentials.json)."""
+    oauth = {
+        "accessToken": access,
+        "refreshToken": refresh,
+        "expiresAt": int((time.time() + expires_in) * 1000),
+        "scopes": ["user:inference", "user:profile", "user:sessions:claude_code"],
+        "subscriptionType": "max",
+        "rateLimitTier": "default_claude_max_5x",
+    }
+    return json.dumps({"claudeAiOauth": oauth})
+
+
+def anthropic(tls: dict, faults: Optional[dict] = None, access: str = ACCESS, refresh: str = REFRESH) -> dict:
+    """model.mjs's MODEL_LOGIN: Anthropic, whose login is (`access`, `refresh`)."""
+    return {"tls": tls, "access": access, "refresh": refresh, "faults": faults or {}}
+
+
+def world(folder: Path, ca: str, env: Optional[dict] = None) -> Callable[[dict], None]:
+    """A box's `mutate` (boxes.create_walled) that makes the test world's Anthropic the real one:
+    its names at the box's loopback, and the box's CA bundle this machine's, as the image holds
+    it, and the test CA (a file in `folder`). `env`: the box's own environment (the owner's choice
+    of IMD_BOX_LOGIN)."""
+    bundle = folder / "ca-certificates.crt"
+    bundle.write_text(Path(CA_FILE).read_text().rstrip("\n") + "\n" + ca)
+    bundle.chmod(0o644)
+
+    def mutate(kwargs: dict) -> None:
+        kwargs["extra_hosts"] = {**kwargs.get("extra_hosts", {}), **dict.fromkeys(HOSTS, "127.0.0.1")}
+        kwargs["volumes"] = {**(kwargs.get("volumes") or {}), str(bundle): {"bind": BUNDLE, "mode": "ro"}}
+        kwargs["environment"] = {**(kwargs.get("environment") or {}), **(env or {})}
+
+    return mutate
+
+
+@contextlib.contextmanager
+def walled(client, image: str, topo, *, volume: str, folder: Path, ca: str, env: Optional[dict] = None) -> Iterator:
+    """A walled box in the test topology whose Anthropic is the test world's (world)."""
+    box = boxes.start_walled(client, image, topo, volume=volume, mutate=world(folder, ca, env))
+    try:
+        yield box
+    finally:
+        box.remove(force=True)

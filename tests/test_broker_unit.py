@@ -1,0 +1,53 @@
+"""What box says of the login broker (imdbox/broker.py), and the owner's choice it passes down."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from imdbox import broker
+from imdbox.config import Config
+
+
+class Box:
+    """A running box whose broker answers `out` (exit `code`)."""
+
+    def __init__(self, out: str, code: int = 0):
+        self.out, self.code, self.ran = out, code, []
+
+    def exec_run(self, command, **_):
+        self.ran.append(command)
+        return SimpleNamespace(exit_code=self.code, output=self.out.encode())
+
+
+def status(**said) -> str:
+    return json.dumps({"mode": "broker", "login": "held", "runs": 0, "refreshes": 0, "problem": "", **said})
+
+
+@pytest.mark.parametrize(
+    "out, code, line, wrong",
+    [
+        (status(runs=3), 0, "held by the login broker; Claude jobs hold stand-ins (3 now)", False),
+        (status(mode="jail"), 0, "in each Claude job's jail (IMD_BOX_LOGIN=jail: your choice)", False),
+        (status(login="none"), 0, "none in the box (log in with `claude` in `box shell`)", False),
+        ("", 7, "the login broker does not answer: run `box start` again", True),
+        ("<html>", 0, "the login broker does not answer: run `box start` again", True),
+    ],
+)
+def test_the_status_line(out, code, line, wrong):
+    box = Box(out, code)
+    assert broker.line(box) == (line, wrong)
+    assert box.ran[0][-1] == "http://broker/status"
+
+
+def test_a_problem_is_said_and_its_text_made_safe():
+    said, wrong = broker.line(Box(status(problem="refused\x1b[2J (400 invalid_grant)")))
+    assert wrong and said.startswith("held by the login broker") and "PROBLEM: refused" in said
+    assert "\x1b" not in said, said
+
+
+@pytest.mark.parametrize("value, jail", [("jail", True), ("broker", False), ("", False), ("JAIL", False)])
+def test_the_owners_choice(value, jail):
+    assert Config.from_env({"IMD_BOX_LOGIN": value}).login_in_jail is jail

@@ -1,0 +1,408 @@
+// broker DIR PORT LOGIN [MODE]: the box's Claude login broker, at the door's side, outside the worker's view.
+//
+// The owner's Claude login (LOGIN, ~/.claude/.credentials.json) is read here and in `box shell`
+// alone: no job's jail and not the worker's view holds it. A job's Claude Code holds a sentinel
+// login of the same shape instead, one for each run (minted on DIR/control.sock by its launcher,
+// worker/jail.d/login, and forgotten when the run ends), and reaches Anthropic through this
+// proxy (HTTPS_PROXY, 127.0.0.1:PORT, forwarded into the job's own network). On a tunnel to one of
+// Anthropic's login hosts the broker ends TLS itself, with a certificate of its own CA that the
+// jail trusts (DIR/trust.pem: the box's bundle and that CA), and on each request swaps a live
+// run's sentinel for the owner's token; every other byte goes on as it came, and the answer
+// comes back as it streams. Every other tunnel is passed through as it is.
+//
+// It refreshes the owner's login itself, one refresh at a time, and writes the rotated pair
+// (atomically, in place of the old) before it uses it: Claude Code's refresh tokens work once, so
+// two processes that each refresh log each other out. A job's own refresh, with its sentinel,
+// gets its sentinels back; the owner's Claude Code in `box shell`, through this proxy too, gets
+// the pair this broker holds.
+import { execFileSync } from "node:child_process";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import http from "node:http";
+import https from "node:https";
+import net from "node:net";
+import path from "node:path";
+import tls from "node:tls";
+
+// MODE "jail": the owner chose the login in the jail, as before the broker (IMD_BOX_LOGIN=jail):
+// a launcher is told to bind it ("owner"), and the broker is a proxy for no one.
+const [dir, portText, loginFile, mode = "broker"] = process.argv.slice(2);
+const port = Number(portText);
+if (!dir || !Number.isInteger(port) || !loginFile || !["broker", "jail"].includes(mode)) {
+  console.error("imd-box: the login broker takes DIR PORT LOGIN [broker|jail]");
+  process.exit(64);
+}
+
+// Where Claude Code sends its login: the Messages API and the account's own calls, its token
+// endpoint (console.anthropic.com's before 2.1), and the claude.ai connectors' proxy.
+const HOSTS = ["api.anthropic.com", "platform.claude.com", "console.anthropic.com", "mcp-proxy.anthropic.com", "claude.ai"];
+const TOKEN_HOSTS = ["platform.claude.com", "console.anthropic.com"];
+const TOKEN_HOST = TOKEN_HOSTS[0]; // where the broker refreshes
+const TOKEN_PATH = "/v1/oauth/token";
+const CLIENT_ID = "9d1c250a-e61b-44d9-88ed-5944d1962f5e"; // Claude Code's, where the login names none
+const EARLY_MS = 5 * 60 * 1000; // refreshed this long before it expires
+const SENTINEL_MS = 10 * 365 * 24 * 3600 * 1000; // a sentinel login never needs a refresh
+const SENTINEL = "imd-box-sentinel-";
+const say = (text) => console.error(`imd-box broker: ${text}`);
+
+// --- its CA and the login hosts' certificate, made anew at each start, never leaving DIR --------
+function certificates() {
+  const at = (name) => path.join(dir, name);
+  const openssl = (...args) => execFileSync("openssl", args, { stdio: ["ignore", "ignore", "pipe"] });
+  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+  openssl("req", "-x509", ...ec, "-keyout", at("ca.key"), "-out", at("ca.crt"), "-days", "3650",
+    "-subj", "/CN=IMD Box login broker", "-addext", "basicConstraints=critical,CA:TRUE",
+    "-addext", "keyUsage=critical,keyCertSign,cRLSign");
+  openssl("req", "-x509", ...ec, "-keyout", at("hosts.key"), "-out", at("hosts.crt"), "-days", "825",
+    "-CA", at("ca.crt"), "-CAkey", at("ca.key"), "-subj", `/CN=${HOSTS[0]}`,
+    "-addext", `subjectAltName=${HOSTS.map((h) => `DNS:${h}`).join(",")}`,
+    "-addext", "basicConstraints=critical,CA:FALSE", "-addext", "extendedKeyUsage=serverAuth");
+  const bundle = process.env.NODE_EXTRA_CA_CERTS || "/etc/ssl/certs/ca-certificates.crt";
+  const trust = `${fs.readFileSync(bundle, "utf8").trimEnd()}\n${fs.readFileSync(at("ca.crt"), "utf8")}`;
+  fs.writeFileSync(at("trust.pem.new"), trust, { mode: 0o644 });
+  fs.renameSync(at("trust.pem.new"), at("trust.pem"));
+  fs.rmSync(at("ca.key"));
+  return tls.createSecureContext({ key: fs.readFileSync(at("hosts.key")), cert: fs.readFileSync(at("hosts.crt")) });
+}
+
+// --- the owner's login -------------------------------------------------------------------------
+let seen = null; // { key, file } of the login file as last read
+const rotated = new Set(); // refresh tokens this broker has used up: the owner's older copies
+let refreshing = null;
+const state = { refreshes: 0, problem: "" }; // what box status and box check are told
+
+function login() {
+  let stat;
+  try {
+    stat = fs.statSync(loginFile);
+  } catch {
+    return null;
+  }
+  const key = `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
+  if (seen?.key !== key) {
+    if (seen) state.problem = ""; // a login written since (the owner's /login): tried afresh
+    try {
+      const file = JSON.parse(fs.readFileSync(loginFile, "utf8"));
+      seen = { key, file: file?.claudeAiOauth?.accessToken ? file : null };
+    } catch {
+      seen = { key, file: null };
+    }
+  }
+  return seen.file?.claudeAiOauth ?? null;
+}
+
+function save(oauth) {
+  const file = { ...(seen?.file ?? {}), claudeAiOauth: oauth };
+  const temporary = `${loginFile}.broker-${process.pid}`;
+  const fd = fs.openSync(temporary, "w", 0o600);
+  try {
+    fs.writeSync(fd, JSON.stringify(file));
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(temporary, loginFile);
+  login();
+}
+
+// One refresh at a time; `force`: even though the token has not expired (an upstream 401). A
+// refresh Anthropic refused is not asked again for a while, unless the login changed meanwhile
+// (the owner logged in again): a refresh token it refused stays refused.
+const RETRY_MS = 60 * 1000;
+let refused = null; // { key, at } of the login whose refresh was refused
+
+function refresh(force) {
+  const current = login();
+  if (!current) return Promise.resolve(null);
+  if (!force && current.expiresAt - Date.now() > EARLY_MS) return Promise.resolve(current);
+  if (refused?.key === seen.key && Date.now() - refused.at < RETRY_MS) return Promise.resolve(current);
+  refreshing ??= refreshNow(current).finally(() => (refreshing = null));
+  return refreshing;
+}
+
+async function refreshNow(current) {
+  const body = JSON.stringify({
+    grant_type: "refresh_token",
+    refresh_token: current.refreshToken,
+    client_id: current.clientId || CLIENT_ID,
+    scope: (current.scopes ?? []).join(" "),
+  });
+  const answer = await send({
+    host: TOKEN_HOST, method: "POST", path: TOKEN_PATH,
+    headers: { host: TOKEN_HOST, "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+  }, body).then(drain, (error) => ({ status: 0, body: Buffer.from(String(error.message)) }));
+  state.refreshes += 1;
+  let data = null;
+  try {
+    data = JSON.parse(answer.body.toString("utf8"));
+  } catch {}
+  if (answer.status !== 200 || !data?.access_token) {
+    // The owner's Claude Code in `box shell` refreshed it meanwhile, outside the broker.
+    const now = login();
+    if (now && now.refreshToken !== current.refreshToken) return now;
+    const why = answer.status ? `${answer.status} ${data?.error ?? ""}`.trim() : answer.body.toString();
+    state.problem = `the owner's Claude login could not be refreshed (${why.slice(0, 80)}): run 'claude' in 'box shell' and log in again`;
+    say(state.problem);
+    refused = { key: seen.key, at: Date.now() };
+    return current;
+  }
+  const next = {
+    ...current,
+    accessToken: data.access_token,
+    refreshToken: data.refresh_token ?? current.refreshToken,
+    expiresAt: Date.now() + Number(data.expires_in ?? 3600) * 1000,
+    scopes: typeof data.scope === "string" ? data.scope.split(" ").filter(Boolean) : current.scopes,
+  };
+  save(next);
+  if (next.refreshToken !== current.refreshToken) rotated.add(current.refreshToken);
+  state.problem = "";
+  refused = null;
+  return next;
+}
+
+// --- the runs a launcher minted a sentinel for ---------------------------------------------------
+const runs = new Map(); // id -> { access, refresh, pid, start, file }
+const token = (kind) => `sk-ant-${kind}01-${SENTINEL}${crypto.randomBytes(24).toString("hex")}`;
+
+function started(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+  } catch {
+    return null;
+  }
+}
+
+// The run whose sentinel this is, while the launcher that minted it lives.
+function runOf(kind, value) {
+  for (const [id, run] of runs) {
+    if (run[kind] !== value) continue;
+    if (started(run.pid) === run.start) return run;
+    forget(id);
+  }
+  return null;
+}
+
+function forget(id) {
+  const run = runs.get(id);
+  if (!run) return;
+  runs.delete(id);
+  fs.rmSync(run.file, { force: true });
+}
+
+function mint(pid) {
+  const real = login();
+  const start = started(pid);
+  if (!real || !start) return null;
+  const id = crypto.randomBytes(8).toString("hex");
+  const run = { access: token("oat"), refresh: token("ort"), pid, start, file: path.join(dir, "runs", `${id}.json`) };
+  const oauth = {
+    ...real, accessToken: run.access, refreshToken: run.refresh, expiresAt: Date.now() + SENTINEL_MS,
+  };
+  fs.writeFileSync(run.file, JSON.stringify({ claudeAiOauth: oauth }), { mode: 0o600 });
+  runs.set(id, run);
+  return id;
+}
+
+// A login of the owner's shape whose tokens no run holds: the worker's view shows it, so the
+// worker sees Claude logged in, and the broker refuses it.
+function inert() {
+  const real = login();
+  if (!real) return null;
+  const oauth = { ...real, accessToken: token("oat"), refreshToken: token("ort"), expiresAt: Date.now() + SENTINEL_MS };
+  return JSON.stringify({ claudeAiOauth: oauth });
+}
+
+// The launchers' side: POST /runs (pid=<the launcher's>) -> "run <id>" (its sentinel login is
+// DIR/runs/<id>.json), "none" (no login to stand in for) or "owner" (MODE jail); DELETE
+// /runs/<id>; GET /view (the worker's view's login), GET /status.
+function control(req, res) {
+  const reply = (status, text) => res.writeHead(status, { "content-type": "text/plain" }).end(`${text}\n`);
+  const chunks = [];
+  req.on("data", (c) => chunks.push(c));
+  req.on("end", () => {
+    const body = Buffer.concat(chunks).toString("utf8");
+    if (req.method === "POST" && req.url === "/runs") {
+      const pid = /^pid=([0-9]+)$/.exec(body.trim())?.[1];
+      if (!pid) return reply(400, "POST /runs takes pid=<the launcher's pid>");
+      if (mode === "jail") return reply(200, "owner"); // the file as it is, as before the broker
+      const id = mint(pid);
+      return reply(200, id ? `run ${id}` : "none");
+    }
+    const gone = /^\/runs\/([0-9a-f]{16})$/.exec(req.url ?? "");
+    if (req.method === "DELETE" && gone) {
+      forget(gone[1]);
+      return reply(200, "forgotten");
+    }
+    if (req.method === "GET" && req.url === "/view") {
+      const shown = inert();
+      return shown ? reply(200, shown) : reply(404, "none");
+    }
+    if (req.method === "GET" && req.url === "/status") {
+      const real = login();
+      return reply(200, JSON.stringify({
+        mode, login: real ? "held" : "none", runs: runs.size, refreshes: state.refreshes, problem: state.problem,
+      }));
+    }
+    reply(404, "the broker takes POST /runs, DELETE /runs/<id> and GET /status");
+  });
+}
+
+// --- the proxy -----------------------------------------------------------------------------------
+const upstreamAgent = new https.Agent({ keepAlive: true, maxSockets: 64 });
+
+function send(options, body) {
+  return new Promise((resolve, reject) => {
+    const request = https.request({ port: 443, agent: upstreamAgent, servername: options.host, setDefaultHeaders: false, ...options }, resolve);
+    request.on("error", reject);
+    request.end(body);
+  });
+}
+
+function drain(response) {
+  return new Promise((resolve) => {
+    const chunks = [];
+    response.on("data", (c) => chunks.push(c));
+    response.on("end", () => resolve({ status: response.statusCode, headers: response.rawHeaders, body: Buffer.concat(chunks) }));
+    response.on("error", () => resolve({ status: response.statusCode, headers: response.rawHeaders, body: Buffer.concat(chunks) }));
+  });
+}
+
+function refuse(res, status, message) {
+  const body = JSON.stringify({ type: "error", error: { type: "authentication_error", message: `imd-box: ${message}` } });
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) }).end(body);
+}
+
+function json(res, data) {
+  const body = JSON.stringify(data);
+  res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) }).end(body);
+}
+
+// The raw headers with the login's value swapped where it was (the same names, order and case).
+function swapped(raw, value) {
+  const out = raw.slice();
+  for (let i = 0; i < out.length; i += 2) {
+    if (out[i].toLowerCase() === "authorization") out[i + 1] = `Bearer ${value}`;
+  }
+  return out;
+}
+
+async function onRequest(host, req, res) {
+  const chunks = [];
+  for await (const c of req) chunks.push(c);
+  const body = Buffer.concat(chunks);
+  const bearer = /^Bearer (\S+)$/i.exec(req.headers.authorization ?? "")?.[1];
+
+  if (TOKEN_HOSTS.includes(host) && req.method === "POST" && (req.url ?? "").split("?")[0] === TOKEN_PATH) {
+    let asked = null;
+    try {
+      asked = JSON.parse(body.toString("utf8"));
+    } catch {
+      asked = Object.fromEntries(new URLSearchParams(body.toString("utf8")));
+    }
+    const given = asked?.grant_type === "refresh_token" ? asked.refresh_token : null;
+    const run = given ? runOf("refresh", given) : null;
+    if (run) {
+      const real = login();
+      return json(res, {
+        token_type: "Bearer", access_token: run.access, refresh_token: run.refresh,
+        expires_in: Math.floor(SENTINEL_MS / 1000), scope: (real?.scopes ?? []).join(" "),
+      });
+    }
+    if (given?.startsWith?.(`sk-ant-ort01-${SENTINEL}`)) return refuse(res, 400, "this run's login has ended");
+    const real = login();
+    if (given && real && (given === real.refreshToken || rotated.has(given))) {
+      const next = await refresh(given === real.refreshToken);
+      return json(res, {
+        token_type: "Bearer", access_token: next.accessToken, refresh_token: next.refreshToken,
+        expires_in: Math.max(0, Math.floor((next.expiresAt - Date.now()) / 1000)), scope: (next.scopes ?? []).join(" "),
+      });
+    }
+  }
+
+  let run = null;
+  if (bearer?.startsWith(`sk-ant-oat01-${SENTINEL}`)) {
+    run = runOf("access", bearer);
+    if (!run) return refuse(res, 401, "this run's login has ended, or was never the box's");
+  }
+  const forward = async (value) => {
+    const headers = value ? swapped(req.rawHeaders, value) : req.rawHeaders;
+    return send({ host, method: req.method, path: req.url, headers }, body.length ? body : undefined);
+  };
+  let answer;
+  try {
+    let real = run ? await refresh(false) : null;
+    if (run && !real) return refuse(res, 401, "the box holds no Claude login: run 'claude' in 'box shell' and log in");
+    answer = await forward(real?.accessToken);
+    if (run && answer.statusCode === 401) {
+      answer.resume();
+      real = await refresh(true);
+      answer = await forward(real.accessToken);
+      if (answer.statusCode === 401 && !state.problem) {
+        state.problem = "Anthropic refused the owner's Claude login (401) after a refresh: run 'claude' in 'box shell' and log in again";
+        say(state.problem);
+      }
+    }
+  } catch (error) {
+    if (!res.headersSent) res.writeHead(502, { "content-type": "text/plain" }).end(`imd-box broker: ${error.message}\n`);
+    return;
+  }
+  res.sendDate = false;
+  res.writeHead(answer.statusCode, answer.statusMessage, answer.rawHeaders);
+  res.flushHeaders();
+  answer.on("data", (c) => res.write(c));
+  answer.on("end", () => res.end());
+  answer.on("error", () => res.destroy());
+  res.on("close", () => answer.destroy());
+}
+
+function tunnel(req, client, head) {
+  const [host, portText] = (req.url ?? "").split(/:(?=[0-9]+$)/);
+  const port = Number(portText);
+  if (!host || !Number.isInteger(port)) return client.end("HTTP/1.1 400 Bad Request\r\n\r\n");
+  client.on("error", () => {});
+  if (HOSTS.includes(host.toLowerCase()) && port === 443) {
+    client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    if (head.length) client.unshift(head);
+    const secure = new tls.TLSSocket(client, { isServer: true, secureContext: context, ALPNProtocols: ["http/1.1"] });
+    secure.on("error", () => client.destroy());
+    const inner = http.createServer({ keepAlive: true }, (q, s) => onRequest(host.toLowerCase(), q, s).catch(() => s.destroy()));
+    inner.emit("connection", secure);
+    return;
+  }
+  const upstream = net.connect(port, host, () => {
+    client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    if (head.length) upstream.write(head);
+    upstream.pipe(client);
+    client.pipe(upstream);
+  });
+  upstream.on("error", () => client.end("HTTP/1.1 502 Bad Gateway\r\n\r\n"));
+  client.on("close", () => upstream.destroy());
+}
+
+fs.mkdirSync(path.join(dir, "runs"), { recursive: true, mode: 0o700 });
+for (const stale of fs.readdirSync(path.join(dir, "runs"))) fs.rmSync(path.join(dir, "runs", stale), { force: true });
+const context = certificates();
+
+const proxy = http.createServer((req, res) => {
+  res.writeHead(405, { "content-type": "text/plain" }).end("imd-box broker: a proxy for CONNECT alone\n");
+});
+proxy.on("connect", tunnel);
+proxy.on("clientError", (_, socket) => socket.destroy());
+// A port or socket it cannot take ends it: broker/start's loop starts it again.
+const fatal = (error) => {
+  say(`cannot listen: ${error.message}`);
+  process.exit(1);
+};
+proxy.on("error", fatal);
+proxy.listen(port, "127.0.0.1");
+
+const socket = path.join(dir, "control.sock");
+fs.rmSync(socket, { force: true });
+const controller = http.createServer(control);
+controller.on("error", fatal);
+controller.listen(socket, () => {
+  fs.chmodSync(socket, 0o600);
+  say(`listening on 127.0.0.1:${port} and ${socket}`);
+});
+process.on("uncaughtException", (error) => say(`${error.message}`));

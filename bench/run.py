@@ -45,6 +45,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -75,6 +76,7 @@ GOALS = {
     "v4hook": 1.1,  # the same on a v4 hook job, whose compile outweighs the calls' own cost
     "net": 0.1,  # a job's jail with its own network, an empty run start to end
     "door": 0.010,  # a call through the door over the same call as the worker made it before the door
+    "broker": 0.005,  # a request through the login broker over the same request straight to Anthropic
 }
 
 
@@ -129,6 +131,33 @@ def timed_runs(box, command: str, runs: int, *, view: bool = False) -> list[floa
     if code != 0:
         raise RuntimeError(f"`{command}` did not run: {tail(out)}")
     return [int(line.split()[1]) / 1e6 for line in out.splitlines() if line.startswith("took ")]
+
+
+def requests_timed(box, count: int, brokered: bool) -> list[float]:
+    """`count` requests for the account's profile on one connection (curl's own timing of each):
+    through the login broker with a sentinel minted for this shell, or straight to Anthropic with
+    the owner's token."""
+    from imdbox import layout
+    from tests.harness import login
+
+    url = "https://api.anthropic.com/api/oauth/profile"
+    each = " ".join(f"-o /dev/null {url}" for _ in range(count))
+    if brokered:
+        control = f"--unix-socket {layout.BROKER_DIR}/control.sock"
+        ask = (
+            f"r=$(curl -sS --fail {control} --data pid=$$ http://broker/runs) && "
+            f'a=$(sed -E \'s/.*"accessToken":"([^"]*)".*/\\1/\' {layout.BROKER_DIR}/runs/${{r#run }}.json) && '
+            f"curl -sS --fail -x http://127.0.0.1:{layout.BROKER_PORT} --cacert {layout.BROKER_DIR}/trust.pem"
+        )
+    else:
+        ask = f"a={login.ACCESS} && curl -sS --fail"
+    script = f"{ask} -H \"Authorization: Bearer $a\" -w '%{{time_total}}\\n' {each}"
+    boxes.as_imd(box, boxes.in_view("true"))  # the worker's start, which starts the broker
+    code, out = boxes.as_imd(box, script, timeout=120)
+    times = [float(line) for line in out.split() if line.replace(".", "", 1).isdigit()]
+    if code != 0 or len(times) != count:
+        raise RuntimeError(f"the requests failed: {tail(out)}")
+    return times
 
 
 def timed(fn: Callable[[], object]) -> float:
@@ -394,6 +423,36 @@ class Bench:
                 row.samples += timed_runs(box, "git --version >/dev/null", 10, view=view)
         return door, before
 
+    # ---------------------------------------------------------------- the login broker
+    def broker(self) -> None:
+        """A request through the login broker (worker/broker) against the same request straight to
+        Anthropic, with the owner's token: the test world's Anthropic (tests/harness/login.py), the
+        account's profile, each batch on one connection (Claude Code keeps its own), alternating."""
+        from tests.harness import boxes, jobs, login
+
+        ca, tls = login.certificates()
+        through = Row("a request through the login broker", note="GET /api/oauth/profile with a run's sentinel")
+        straight = Row("the same request straight to Anthropic", note="the owner's token, no broker")
+        log("waiting for the machine lock (a test run may hold it)")
+        with test_machine.held(), tempfile.TemporaryDirectory() as folder, boxes.volume(self.client, "broker") as home:
+            mutate = login.world(Path(folder), ca)
+            box = boxes.start_walled(
+                self.client, self.image, None, volume=home, alone_on=self.args.network, mutate=mutate
+            )
+            try:
+                jobs.seed(box, {login.LOGIN: login.owner_login()})
+                with jobs.model(self.client, self.image, box, [], login=login.anthropic(tls)):
+                    for i in range(max(self.args.runs, 3)):
+                        for row, brokered in ((through, True), (straight, False)):
+                            log(f"{row.metric} {i + 1}")
+                            row.samples += requests_timed(box, 20, brokered)
+            finally:
+                box.remove(force=True)
+        added = statistics.median(through.samples) - statistics.median(straight.samples)
+        cost = Row("the login broker's cost (through it − straight)", value_text=f"{added * 1000:+.1f} ms")
+        cost.met, cost.note = added <= GOALS["broker"], f"goal ≤ +{GOALS['broker'] * 1000:.0f} ms, medians"
+        self.rows += [through, straight, cost]
+
     # ---------------------------------------------------------------- the worker's hands
     def _worker_steps(self, jailed: Row, plain: Row, install, task, change) -> None:
         """The worker's own steps on a task (tests/harness/worker_steps.mjs: clone, checkout and
@@ -620,7 +679,9 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("--harness", action="store_true", help="run the check on the test suite's internal networks")
     p.add_argument("--check-url", help="`box check --url`")
     p.add_argument("--check-targets", help="`box check --targets FILE`")
-    p.add_argument("--skip", default="", help="comma list of: build, size, help, check, start, job, hands, v4hook")
+    p.add_argument(
+        "--skip", default="", help="comma list of: build, size, help, check, start, job, hands, v4hook, broker"
+    )
     p.add_argument("--layers", type=int, default=12, help="layers listed (default 12)")
     p.add_argument("--json", dest="json_out", help="also write the results to this JSON file")
     args = p.parse_args(argv)
@@ -662,6 +723,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             ("job", bench.job, "scripted job, jailed (6 tool calls)", GOALS["job"]),
             ("hands", bench.hands, "worker's git and forge steps, jailed", None),
             ("v4hook", bench.v4hook, "worker's steps on a v4 hook job, jailed", None),
+            ("broker", bench.broker, "a request through the login broker", None),
         ):
             if name in args.skip:
                 bench.rows.append(Row(row_name, skipped=f"--skip {name}", goal=goal))

@@ -1,0 +1,88 @@
+"""A job's own commands in its jail (`jail claude --program`, as the agent's commands run there):
+npm asks the registry nothing a throwaway home alone makes it ask, and starts from the box's own
+cache, read-only beneath a layer of the job's own, so that nothing one job writes there reaches
+the next (worker/jail.d/environment and home). Each with its twin: the jail with that line
+changed back."""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+import uuid
+
+import pytest
+
+from imdbox import layout
+from tests.harness import boxes
+from tests.harness.boxes import as_imd
+from tests.harness.jobs import WORK_ROOT
+from tests.test_check import jail_with, patched_image
+
+pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group("job_commands")]
+
+# The one package the box's owner installs (a package install is all these tests send off the
+# machine): no dependencies, so its tarball is all `npm ci` needs of the cache.
+PACKAGE = "is-number@7.0.0"
+# Where a job's npm would ask the registry: nowhere (nothing listens on the jail's own loopback).
+NOWHERE = "npm_config_registry=http://127.0.0.1:9/"
+
+NOTIFIER_ON = jail_with(("jail+=(--setenv npm_config_update_notifier false)", ":"))
+NO_CACHES = jail_with(('for cache in "$HOME_DIR/.npm/_cacache" "$HOME_DIR/.svm"; do', "for cache in; do"))
+CACHES_BOUND = jail_with(('jail+=(--overlay-src "$cache" --tmp-overlay "$cache")', 'jail+=(--bind "$cache" "$cache")'))
+
+
+@contextlib.contextmanager
+def owners_box(client, image: str, patch: dict):
+    """A walled box on Docker's bridge (npm in reach) of the image with `patch`, where the
+    owner has installed PACKAGE outside every job: its cache is warm. The folder of that
+    install (package.json and its lock), to copy into a job."""
+    with patched_image(client, image, patch) as patched, boxes.volume(client, "job-commands") as volume:
+        box = boxes.start_walled(client, patched, None, volume=volume, alone_on="bridge")
+        try:
+            code, out = as_imd(
+                box,
+                f"mkdir -p ~/owner && cd ~/owner && npm install -s --no-audit --no-fund {PACKAGE} 2>&1",
+                timeout=180,
+            )
+            assert code == 0, out
+            yield box
+        finally:
+            box.remove(force=True)
+
+
+@pytest.fixture(scope="module")
+def box(docker_client, box_image):
+    with owners_box(docker_client, box_image, {}) as container:
+        yield container
+
+
+def job(box, script: str) -> tuple[int, str]:
+    """`script` as a job's command in a node of its own, with the owner's package.json and lock."""
+    node = f"{WORK_ROOT}/{uuid.uuid4()}/node"
+    return as_imd(
+        box,
+        f"mkdir -p {node} && cp ~/owner/package.json ~/owner/package-lock.json {node} && cd {node} && "
+        f"{layout.JAIL} claude --program /bin/bash -c {shlex.quote(script)} 2>&1",
+        timeout=120,
+    )
+
+
+@contextlib.contextmanager
+def variant_box(docker_client, box_image, box, variant: str, twin: dict):
+    """The module's box as it is, or a box of its own for the twin's jail."""
+    if variant == "as-it-is":
+        yield box
+    else:
+        with owners_box(docker_client, box_image, twin) as container:
+            yield container
+
+
+# npm notes the day it asked in the home's ~/.npm, before it asks: the jail's home is new.
+ASKED = f"{NOWHERE} npm ls >/dev/null 2>&1; [ -e ~/.npm/_update-notifier-last-checked ] && echo asked || echo quiet"
+
+
+@pytest.mark.parametrize("variant", ["as-it-is", "twin-notifier-on"])
+def test_a_jobs_npm_does_not_ask_for_a_newer_npm(docker_client, box_image, box, variant):
+    with variant_box(docker_client, box_image, box, variant, NOTIFIER_ON) as there:
+        code, out = job(there, ASKED)
+    assert code == 0 and out.split()[-1] == ("quiet" if variant == "as-it-is" else "asked"), out

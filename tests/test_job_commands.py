@@ -86,3 +86,37 @@ def test_a_jobs_npm_does_not_ask_for_a_newer_npm(docker_client, box_image, box, 
     with variant_box(docker_client, box_image, box, variant, NOTIFIER_ON) as there:
         code, out = job(there, ASKED)
     assert code == 0 and out.split()[-1] == ("quiet" if variant == "as-it-is" else "asked"), out
+
+
+CI_OFFLINE = f"{NOWHERE} npm ci --offline --no-audit --no-fund && node -e 'require(\"is-number\")' && echo installed"
+
+
+@pytest.mark.parametrize("variant", ["as-it-is", "twin-no-cache"])
+def test_a_jobs_npm_ci_starts_from_the_boxs_cache(docker_client, box_image, box, variant):
+    with variant_box(docker_client, box_image, box, variant, NO_CACHES) as there:
+        code, out = job(there, CI_OFFLINE)
+    if variant == "as-it-is":
+        assert code == 0 and out.split()[-1] == "installed", out
+    else:
+        assert code != 0 and "ENOTCACHED" in out, out
+
+
+# Every tarball in the job's view of the cache made another's: what a job could leave for the next.
+POISON = (
+    'find ~/.npm/_cacache/content-v2 -type f | while read -r f; do rm -f "$f" && echo poisoned > "$f"; done; '
+    "find ~/.npm/_cacache/content-v2 -type f | head -1 | xargs cat"
+)
+
+
+@pytest.mark.parametrize("variant", ["as-it-is", "twin-cache-bound"])
+def test_a_job_that_poisons_its_cache_leaves_the_next_jobs_npm_ci_untouched(docker_client, box_image, box, variant):
+    with variant_box(docker_client, box_image, box, variant, CACHES_BOUND) as there:
+        code, out = job(there, POISON)
+        assert code == 0 and out.split()[-1] == "poisoned", out
+        code, out = job(there, CI_OFFLINE)
+        _, owners = as_imd(there, "grep -rl poisoned ~/.npm/_cacache/content-v2 | wc -l")
+    if variant == "as-it-is":
+        assert code == 0 and out.split()[-1] == "installed", out
+        assert owners.split()[-1] == "0", owners
+    else:
+        assert code != 0 and "seems to be corrupted" in out, out

@@ -46,8 +46,9 @@ const [out, ...drop] = process.argv.slice(1);
 const sb = JSON.parse(fs.readFileSync(process.env.MANAGED, "utf8")).sandbox;
 const denyRead = sb.filesystem.denyRead.filter((p) => !drop.includes(p));
 const allowRead = sb.filesystem.allowRead.filter((p) => !drop.includes(p));
-// Claude Code lets a command write in its working directory, which srt then binds readable too.
-const allowWrite = ["."].filter((p) => !drop.includes(p));
+// Claude Code lets a command write in its working directory, and where the file's allowWrite
+// says, which srt then binds readable too.
+const allowWrite = [".", ...(sb.filesystem.allowWrite || [])].filter((p) => !drop.includes(p));
 const jail = {
   ...sb,
   network: { allowedDomains: [], deniedDomains: [] },
@@ -110,8 +111,16 @@ def test_the_settings_turn_the_sandbox_on_with_no_way_around_it():
         {"command": "/usr/bin/rg"},
     )
     # The whole home is denied, and only the job's own folder (the command's cwd) allowed again;
-    # a settings file a job writes in its workspace cannot allow more.
-    assert sb["filesystem"] == {"denyRead": ["~/"], "allowRead": ["."], "allowManagedReadPathsOnly": True}
+    # a settings file a job writes in its workspace cannot allow more. The caches a command may
+    # also write are the jail's own layers (tests/test_job_commands.py), none a secret's folder.
+    assert sb["filesystem"] == {
+        "allowWrite": ["~/.npm/_cacache", "~/.svm"],
+        "denyRead": ["~/"],
+        "allowRead": ["."],
+        "allowManagedReadPathsOnly": True,
+    }
+    for secret, path in SECRETS.items():
+        assert not any(covers(p, f"~{path[len(HOME) :]}") for p in sb["filesystem"]["allowWrite"]), secret
     # The box's firewall is the network wall: a job's commands reach what the box reaches.
     assert sb["network"] == {"allowedDomains": ["*"]}
     # Claude's own Read/Edit tools run outside the sandbox: the secrets are permission rules too,

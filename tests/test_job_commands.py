@@ -13,10 +13,12 @@ import uuid
 import pytest
 
 from imdbox import layout
+from imdbox.check.runner import CLAUDE_SETTINGS, TOOLS
 from tests.harness import boxes
 from tests.harness.boxes import as_imd
 from tests.harness.jobs import WORK_ROOT
 from tests.test_check import jail_with, patched_image
+from tests.test_claude_sandbox import DERIVE
 
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group("job_commands")]
 
@@ -56,15 +58,19 @@ def box(docker_client, box_image):
         yield container
 
 
-def job(box, script: str) -> tuple[int, str]:
-    """`script` as a job's command in a node of its own, with the owner's package.json and lock."""
+def in_node(box, script: str) -> tuple[int, str]:
+    """`script` as the worker, in a job's node of its own with the owner's package.json and lock."""
     node = f"{WORK_ROOT}/{uuid.uuid4()}/node"
     return as_imd(
         box,
-        f"mkdir -p {node} && cp ~/owner/package.json ~/owner/package-lock.json {node} && cd {node} && "
-        f"{layout.JAIL} claude --program /bin/bash -c {shlex.quote(script)} 2>&1",
+        f"mkdir -p {node} && cp ~/owner/package.json ~/owner/package-lock.json {node} && cd {node} && {{ {script}; }} 2>&1",
         timeout=120,
     )
+
+
+def job(box, script: str) -> tuple[int, str]:
+    """`script` as a job's command in its jail, in a node of its own (in_node)."""
+    return in_node(box, f"{layout.JAIL} claude --program /bin/bash -c {shlex.quote(script)}")
 
 
 @contextlib.contextmanager
@@ -120,3 +126,24 @@ def test_a_job_that_poisons_its_cache_leaves_the_next_jobs_npm_ci_untouched(dock
         assert owners.split()[-1] == "0", owners
     else:
         assert code != 0 and "seems to be corrupted" in out, out
+
+
+# A command of a Claude Code job: in Claude's sandbox (srt, with the managed file's sandbox block,
+# as tests/test_claude_sandbox.py derives it) in the job's jail. The twin's settings leave out
+# the file's allowWrite of npm's cache: the denied home hides it.
+def in_claudes_sandbox(*drop: str) -> str:
+    return (
+        f"MANAGED={CLAUDE_SETTINGS} node -e {shlex.quote(DERIVE)} $PWD/srt.json {shlex.join(drop)} && "
+        f"{layout.JAIL} claude --program /usr/local/bin/node {TOOLS['srt']} --settings $PWD/srt.json -- "
+        f"/bin/bash -c {shlex.quote(CI_OFFLINE)}"
+    )
+
+
+@pytest.mark.parametrize("variant", ["as-it-is", "twin-no-allow-write"])
+def test_a_claude_jobs_command_starts_from_the_boxs_cache_in_claudes_sandbox(box, variant):
+    drop = () if variant == "as-it-is" else ("~/.npm/_cacache",)
+    code, out = in_node(box, in_claudes_sandbox(*drop))
+    if variant == "as-it-is":
+        assert code == 0 and out.split()[-1] == "installed", out
+    else:
+        assert code != 0 and "ENOTCACHED" in out, out

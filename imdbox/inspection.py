@@ -7,7 +7,7 @@ import os
 import re
 from typing import Optional
 
-from . import broker, diagnose, engine, refused, terminal, ui, volume, worker
+from . import broker, diagnose, engine, install, refused, terminal, ui, volume, worker
 from . import settings as settings_mod
 from .config import Config
 from .engine import Engine
@@ -64,7 +64,7 @@ def status(cfg: Config, json_output: bool = False) -> int:
     container = engine.box_container(eng)
     img = engine.image(eng, required=False)
     if img is not None and not json_output:  # with what the doctor's part reads, in one box
-        volume.prefetch(eng, [engine.IMD_PATH, engine.WORKER_CONFIG_PATH, settings_mod.PATH])
+        volume.prefetch(eng, [engine.IMD_PATH, engine.WORKER_CONFIG_PATH, settings_mod.PATH, install.COMPILERS_PATH])
     if container is None:
         state = _no_container(eng) if img is not None else "not created"
     else:
@@ -109,6 +109,9 @@ def status(cfg: Config, json_output: bool = False) -> int:
         f"runtime:   {', '.join(current.runtimes)} (concurrency {current.concurrency})"
         + ("" if current.saved else f"  [not saved yet: run `{eng.cfg.command('setup')}`]")
     )
+    kept = install.kept_compilers(volume.read_file(eng, install.COMPILERS_PATH))
+    listed = "solc " + ", ".join(kept) + ", for every job" if kept else "none kept"
+    ui.say(f"compilers: {listed}" + ("" if kept else f" (`{eng.cfg.command('update')}` fetches them)"))
     doctor = [*worker.IMD, "doctor"] + _doctor_runtime(list(current.runtimes))
     if engine.is_up(container):
         ui.step("imd doctor (in the running box)")

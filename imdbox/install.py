@@ -7,6 +7,7 @@ Every container made here takes its flags from RunFlags (through engine.flags).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Optional
@@ -19,6 +20,13 @@ from .errors import BoxError
 from .settings import check_concurrency, parse_runtimes
 
 DEFAULT_WORKER_URL = "https://github.com/Identity-md/worker/releases/latest/download"
+# The compilers the box keeps for every job's forge (install.sh keep_compilers): the solc
+# contract jobs pin, 0.8.26 (hook jobs), and the newest 0.8 release; from where forge's svm
+# downloads them (IMD_BOX_SOLC_URL instead: a mirror, the tests' feed).
+SOLC_VERSIONS = ("0.8.26", "0.8")
+DEFAULT_SOLC_URL = "https://binaries.soliditylang.org"
+# install.sh's record of the compilers it keeps, one version a line (`box status` lists them).
+COMPILERS_PATH = f"{names.HOME}/.imd-box/compilers"
 # Passed through to install.sh when set (mirrors, tests).
 PASSTHROUGH_ENV = ("IMD_CLAUDE_PACKAGE", "IMD_CODEX_PACKAGE", "IMD_GROK_PACKAGE")
 # The Grok CLI (@vibe-kit/grok-cli) reads its xAI API key from GROK_API_KEY or,
@@ -32,16 +40,30 @@ GROK_KEY_STAGE = f"{names.HOME}/{GROK_KEY_NAME}"
 
 
 def install_env(
-    runtimes: Sequence[str], concurrency: int, worker_url: Optional[str] = None, passed: Mapping[str, str] = {}
+    runtimes: Sequence[str],
+    concurrency: int,
+    worker_url: Optional[str] = None,
+    passed: Mapping[str, str] = {},
+    compilers: bool = False,
 ) -> dict[str, str]:
-    """install.sh's environment; `passed`: the command's own, of which PASSTHROUGH_ENV goes on."""
+    """install.sh's environment; `passed`: the command's own, of which PASSTHROUGH_ENV goes on.
+    `compilers`: the agents' install keeps the compilers too (setup and update)."""
     env = {"IMD_BOX_RUNTIMES": ",".join(runtimes), "IMD_BOX_CONCURRENCY": str(concurrency)}
     if worker_url:
         env["IMD_WORKER_URL"] = worker_url.rstrip("/")
+    if compilers:
+        env["IMD_BOX_SOLC_VERSIONS"] = " ".join(SOLC_VERSIONS)
+        env["IMD_BOX_SOLC_URL"] = (passed.get("IMD_BOX_SOLC_URL") or DEFAULT_SOLC_URL).rstrip("/")
     for key in PASSTHROUGH_ENV:
         if passed.get(key):
             env[key] = passed[key]
     return env
+
+
+def kept_compilers(record: Optional[bytes]) -> list[str]:
+    """The compilers install.sh's record (COMPILERS_PATH) names: its lines that are versions."""
+    lines = (record or b"").decode(errors="replace").splitlines()
+    return [line for line in lines if re.fullmatch(r"[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}", line)]
 
 
 def print_box_line(line: str) -> None:
@@ -179,7 +201,10 @@ def setup(
     key = grok_key(eng, runtimes, key)  # asked before anything is installed
     from . import browser
 
-    env = {**install_env(runtimes, concurrency, worker_url or DEFAULT_WORKER_URL, cfg.env), **browser.offer_env()}
+    env = {
+        **install_env(runtimes, concurrency, worker_url or DEFAULT_WORKER_URL, cfg.env, compilers=True),
+        **browser.offer_env(),
+    }
     ui.step("installing the worker into the volume, inside a box with the same walls")
     out = run_install(eng, "worker", env)
     # Only now is the worker there to say what it runs.

@@ -197,7 +197,8 @@ def update(cfg: Config, base_image: str, ca_file: Optional[Path], no_cache: bool
     if current is not None:
         runtimes = list(current.runtimes)
         ui.step("refreshing the agent CLIs in the volume: " + ", ".join(runtimes))
-        run_install(eng, "agents", install_env(runtimes, current.concurrency, passed=cfg.env), again="update")
+        env = install_env(runtimes, current.concurrency, passed=cfg.env, compilers=True)
+        run_install(eng, "agents", env, again="update")
     else:
         ui.say(f"setup was not done yet: nothing to refresh in the volume (run `{eng.cfg.command('setup')}`)")
     if resume:

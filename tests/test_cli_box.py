@@ -179,6 +179,21 @@ def test_tampered_release_is_refused_and_the_old_worker_survives(bx):
     assert r.returncode == 0 and f"(v{V1})" in r.stdout.splitlines()[0], r.all
 
 
+def test_a_compiler_its_list_does_not_vouch_for_is_refused_and_not_listed(bx):
+    # The feed's second list gives 0.8.26 another file's sha256 (tests/fake_worker: solc_feed).
+    try:
+        r = bx.run("setup", "--no-shell", IMD_BOX_SOLC_URL=f"{FEED_URL}/solc-wrong-sum")
+        assert r.returncode == 0, r.all
+        assert "compilers: REFUSED solc 0.8.26: the release list gives sha256 " in r.all, r.all
+        r = bx.run("status")
+        assert "compilers: solc 0.8.37, for every job" in r.stdout, r.all
+        r = bx.run("shell", "bash", "-c", "ls ~/.svm")
+        assert r.stdout.split() == ["0.8.37"], r.all
+    finally:
+        r = bx.run("setup", "--no-shell")
+    assert r.returncode == 0 and "compilers: solc 0.8.26 kept in ~/.svm for every job" in r.all, r.all
+
+
 def test_start_logs_status_stop(docker_client, bx):
     r = bx.run("start")
     assert r.returncode == 0, r.all
@@ -208,6 +223,7 @@ def test_start_logs_status_stop(docker_client, bx):
     assert f"  ✓ tool browse ready · {browser.LAUNCHER}" in r.stdout
     assert "  → claude  " in r.stdout and "everything checks out" in r.stdout
     assert "runtime:   claude (concurrency 2)" in r.stdout
+    assert "compilers: solc 0.8.26, 0.8.37, for every job" in r.stdout, r.all
     assert "refused:   the Mac " in r.stdout and "(attempts since the box started)" in r.stdout, r.all
     r = bx.run("status", "--json")
     assert r.returncode == 0, r.all

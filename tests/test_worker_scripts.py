@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from imdbox import browser, names, worker
+from imdbox import browser, install, names, worker
 from tests import fake_worker
 
 INSTALL = names.REPO_ROOT / "worker" / "install.sh"
@@ -241,6 +241,34 @@ def test_the_grok_key_lands_where_the_grok_cli_reads_it(home, feed, tmp_path):
 
 
 # ------------------------------------------------------------------ run.sh
+
+
+@pytest.mark.parametrize("folder", ["solc", "solc-wrong-sum"])
+def test_agents_mode_keeps_the_compilers_it_verified(home, feed, folder):
+    # install.sh with what box hands in for setup and update (imdbox/install.py): 0.8.26 and
+    # the newest 0.8 release, from svm's release list. The twin's list gives 0.8.26 a wrong sha256.
+    env = _install(
+        home,
+        feed,
+        **install.install_env(["claude"], 2, passed={"IMD_BOX_SOLC_URL": f"file://{feed}/{folder}"}, compilers=True),
+    )
+    r = _sh(INSTALL, env, "agents")
+    assert r.returncode == 0, r.stdout + r.stderr
+    svm = home / ".svm"
+    kept = sorted(p.name for p in svm.iterdir()) if svm.is_dir() else []
+    record = (home / ".imd-box" / "compilers").read_bytes()
+    if folder == "solc":
+        assert kept == ["0.8.26", "0.8.37"], kept  # not 0.7.6: no contract job pins it
+        for v in kept:
+            binary = svm / v / f"solc-{v}"
+            assert binary.read_bytes() == fake_worker.SOLC_STAND_IN and os.access(binary, os.X_OK), v
+        assert "compilers: solc 0.8.26 kept in ~/.svm for every job (sha256 " in r.stdout, r.stdout
+        assert install.kept_compilers(record) == ["0.8.26", "0.8.37"], record
+    else:
+        assert kept == ["0.8.37"], kept
+        assert "compilers: REFUSED solc 0.8.26: the release list gives sha256 " in r.stdout, r.stdout
+        assert install.kept_compilers(record) == ["0.8.37"], record
+    assert not list((home / ".imd-box").glob(".staging.*"))
 
 
 def test_run_sh_refuses_without_the_worker(home, feed):

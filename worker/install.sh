@@ -16,6 +16,9 @@
 #   IMD_BOX_BROWSER_TOOLS the MCP methods the worker may call, space separated
 #   IMD_BOX_GROK_KEY_FILE a file box put into this box, holding the Grok CLI's
 #                         API key (only the path is in the environment)
+#   IMD_BOX_SOLC_VERSIONS the compilers to keep (agents, for setup and update): versions,
+#                         or a line such as 0.8 for its newest release, space separated
+#   IMD_BOX_SOLC_URL      where svm's release lists live (<url>/<platform>/list.json)
 set -euo pipefail
 
 mode=${1:-}
@@ -247,6 +250,72 @@ JS
   say "grok: the API key is stored in ~/.grok/user-settings.json (imd's alone), where the Grok CLI reads it"
 }
 
+# The compilers contract jobs pin, where forge keeps those it downloads (svm:
+# ~/.svm/<v>/solc-<v>), verified as svm verifies a download: the sha256 its release list
+# gives the build. Every job's jail sees them read-only (worker/jail.d/home), the box's own
+# record of them ($state/compilers) is what `box status` lists. One that cannot be fetched
+# or verified is said and not kept: a job then downloads its own, as without it.
+keep_compilers() {
+  local platform url=${IMD_BOX_SOLC_URL:-} version artifact sum actual target kept=()
+  case "$(uname -m)" in
+    x86_64) platform=linux-amd64 ;;
+    *)
+      say "compilers: none kept on $(uname -m) (svm's release list is linux-amd64's): a job downloads its own"
+      return 0
+      ;;
+  esac
+  [ -n "$url" ] || die "IMD_BOX_SOLC_URL is set by box"
+  new_stage
+  if ! bg curl -fsSL --retry 2 --connect-timeout 20 -o "$stage/list.json" "$url/$platform/list.json"; then
+    say "compilers: could not download $url/$platform/list.json: none kept, a job downloads its own ('box update' tries again)"
+    cleanup
+    return 0
+  fi
+  # Each wanted version as "<version> <artifact> <sha256>" from the list ("-" where it has none).
+  node - "$stage/list.json" "$IMD_BOX_SOLC_VERSIONS" >"$stage/wanted" <<'JS' || { say "compilers: the release list is not svm's list.json: none kept"; cleanup; return 0; }
+const fs = require("fs");
+const [list, wanted] = process.argv.slice(2);
+const { builds = [], releases = {} } = JSON.parse(fs.readFileSync(list, "utf8"));
+const parts = (v) => v.split(".").map(Number);
+const newer = (a, b) => { const [x, y] = [parts(a), parts(b)]; for (let i = 0; i < 3; i++) if (x[i] !== y[i]) return x[i] > y[i]; return false; };
+for (const want of wanted.split(/\s+/).filter(Boolean)) {
+  let v = releases[want] ? want : null;
+  for (const r of Object.keys(releases)) if (/^\d+\.\d+\.\d+$/.test(r) && r.startsWith(`${want}.`) && (!v || newer(r, v))) v = r;
+  const build = v && builds.find((b) => b.path === releases[v]);
+  console.log(v && build ? `${v} ${build.path} ${String(build.sha256).replace(/^0x/, "")}` : `${want} - -`);
+}
+JS
+  while read -r version artifact sum; do
+    if [[ ! "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ || ! "$artifact" =~ ^[A-Za-z0-9._+-]+$ || ! "$sum" =~ ^[0-9a-f]{64}$ ]]; then
+      say "compilers: the release list has no build of solc ${version//[^0-9.]/?}: not kept"
+      continue
+    fi
+    target=$HOME/.svm/$version/solc-$version
+    actual=
+    [ ! -f "$target" ] || actual=$(sha256sum "$target" | awk '{print $1}')
+    if [ "$actual" != "$sum" ]; then
+      if ! bg curl -fsSL --retry 2 --connect-timeout 20 -o "$stage/solc-$version" "$url/$platform/$artifact"; then
+        say "compilers: could not download solc $version ($url/$platform/$artifact): not kept"
+        continue
+      fi
+      actual=$(sha256sum "$stage/solc-$version" | awk '{print $1}')
+      if [ "$actual" != "$sum" ]; then
+        say "compilers: REFUSED solc $version: the release list gives sha256 $sum, the download is $actual; not kept"
+        # Nor one kept before, which the list no longer vouches for.
+        rm -f -- "$target" && rmdir -- "${target%/*}" 2>/dev/null || true
+        continue
+      fi
+      chmod 755 "$stage/solc-$version"
+      mkdir -p "${target%/*}"
+      mv -T "$stage/solc-$version" "$target"
+    fi
+    say "compilers: solc $version kept in ~/.svm for every job (sha256 $sum, as the release list gives it)"
+    kept+=("$version")
+  done <"$stage/wanted"
+  printf '%s\n' "${kept[@]}" >"$state/compilers.tmp" && mv "$state/compilers.tmp" "$state/compilers"
+  cleanup
+}
+
 save_settings() {
   printf 'RUNTIMES=%s\nCONCURRENCY=%s\n' "$runtimes" "$concurrency" >"$state/settings.env.tmp" \
     || { rm -f "$state/settings.env.tmp"; die "could not save the settings (they are as they were)"; }
@@ -262,5 +331,6 @@ else
   install_agents
   store_grok_key
   save_settings
+  [ -z "${IMD_BOX_SOLC_VERSIONS:-}" ] || keep_compilers
 fi
 say "install done"

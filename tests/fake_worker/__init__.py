@@ -128,6 +128,31 @@ def feed_tar(tree: dict[str, bytes], root: str = "srv") -> bytes:
     return raw.getvalue()
 
 
+# Compilers as svm's release list serves them (<url>/linux-amd64/list.json, and each build's
+# file beside it): solc's command line over solc-js (tests/harness/solc.js), which forge runs
+# where a solc-js of that version is installed beside it (tests/harness/hands.install_solc).
+SOLC_RELEASES = ("0.7.6", "0.8.26", "0.8.37")
+SOLC_STAND_IN = (HERE.parent / "harness" / "solc.js").read_bytes()
+
+
+def solc_feed(wrong_sum: str = "") -> dict[str, bytes]:
+    """The release list and the builds, under linux-amd64/; `wrong_sum`: a version whose sha256
+    the list gives wrong (another file's)."""
+    tree: dict[str, bytes] = {}
+    builds, releases = [], {}
+    for v in SOLC_RELEASES:
+        path = f"solc-linux-amd64-v{v}+commit.{hashlib.sha256(v.encode()).hexdigest()[:8]}"
+        data = SOLC_STAND_IN
+        digest = hashlib.sha256(data + b"another" if v == wrong_sum else data)
+        builds.append({"path": path, "version": v, "longVersion": path[len("solc-linux-amd64-v") :],
+                       "sha256": f"0x{digest.hexdigest()}", "urls": []})  # fmt: skip
+        releases[v] = path
+        tree[f"linux-amd64/{path}"] = data
+    listed = {"builds": builds, "releases": releases, "latestRelease": SOLC_RELEASES[-1]}
+    tree["linux-amd64/list.json"] = json.dumps(listed, indent=2).encode()
+    return tree
+
+
 def default_feed() -> dict[str, bytes]:
     tree: dict[str, bytes] = {}
     for folder, spec in RELEASES.items():
@@ -144,6 +169,8 @@ def default_feed() -> dict[str, bytes]:
     tree["npm/claude-code.tgz"] = agent_tgz("@anthropic-ai/claude-code", "claude")
     tree["npm/codex.tgz"] = agent_tgz("@openai/codex", "codex")
     tree["npm/grok-cli.tgz"] = agent_tgz("@vibe-kit/grok-cli", "grok")
+    for folder, wrong in (("solc", ""), ("solc-wrong-sum", "0.8.26")):
+        tree.update({f"{folder}/{name}": data for name, data in solc_feed(wrong).items()})
     tree["feed_server.mjs"] = FEED_SERVER_JS.read_bytes()
     return tree
 

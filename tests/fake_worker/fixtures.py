@@ -73,6 +73,7 @@ class BoxEnv:
             IMD_CLAUDE_PACKAGE=f"{FEED_URL}/npm/claude-code.tgz",
             IMD_CODEX_PACKAGE=f"{FEED_URL}/npm/codex.tgz",
             IMD_GROK_PACKAGE=f"{FEED_URL}/npm/grok-cli.tgz",
+            IMD_BOX_SOLC_URL=f"{FEED_URL}/solc",
         )
         env.update(self.extra)
         env.update(overrides)

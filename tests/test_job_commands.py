@@ -1,8 +1,10 @@
 """A job's own commands in its jail (`jail claude --program`, as the agent's commands run there):
 npm asks the registry nothing a throwaway home alone makes it ask, and starts from the box's own
 cache, read-only beneath a layer of the job's own, so that nothing one job writes there reaches
-the next (worker/jail.d/environment and home). Each with its twin: the jail with that line
-changed back."""
+the next (worker/jail.d/environment and home), in Claude's sandbox too (the managed settings'
+allowWrite); and real projects built and tested by their own commands there: a TypeScript tool
+(npm ci, build, test) and a Foundry project's unit and invariant suites (the agent's forge, the
+box's compiler). Each with its twin: the line changed back, or a test that fails."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import pytest
 
 from imdbox import layout
 from imdbox.check.runner import CLAUDE_SETTINGS, TOOLS
-from tests.harness import boxes
+from tests.harness import boxes, hands, projects
 from tests.harness.boxes import as_imd
 from tests.harness.jobs import WORK_ROOT
 from tests.test_check import jail_with, patched_image
@@ -131,19 +133,76 @@ def test_a_job_that_poisons_its_cache_leaves_the_next_jobs_npm_ci_untouched(dock
 # A command of a Claude Code job: in Claude's sandbox (srt, with the managed file's sandbox block,
 # as tests/test_claude_sandbox.py derives it) in the job's jail. The twin's settings leave out
 # the file's allowWrite of npm's cache: the denied home hides it.
-def in_claudes_sandbox(*drop: str) -> str:
+def in_claudes_sandbox(script: str, *drop: str) -> str:
+    """Shell that runs `script` in Claude's sandbox in the job's jail (its settings, less `drop`,
+    in the working directory: the one folder of the home the jail holds)."""
     return (
         f"MANAGED={CLAUDE_SETTINGS} node -e {shlex.quote(DERIVE)} $PWD/srt.json {shlex.join(drop)} && "
         f"{layout.JAIL} claude --program /usr/local/bin/node {TOOLS['srt']} --settings $PWD/srt.json -- "
-        f"/bin/bash -c {shlex.quote(CI_OFFLINE)}"
+        f"/bin/bash -c {shlex.quote(script)}"
     )
 
 
 @pytest.mark.parametrize("variant", ["as-it-is", "twin-no-allow-write"])
 def test_a_claude_jobs_command_starts_from_the_boxs_cache_in_claudes_sandbox(box, variant):
     drop = () if variant == "as-it-is" else ("~/.npm/_cacache",)
-    code, out = in_node(box, in_claudes_sandbox(*drop))
+    code, out = in_node(box, in_claudes_sandbox(CI_OFFLINE, *drop))
     if variant == "as-it-is":
         assert code == 0 and out.split()[-1] == "installed", out
     else:
         assert code != 0 and "ENOTCACHED" in out, out
+
+
+# ---------------------------------------------------------------- real projects (tests/harness/projects.py)
+OWNERS_TS = "/home/imd/owner-ts"
+BROKEN_TEST = ("test/tool.test.ts", '"6")', '"7")')  # the twin's: a test that fails
+
+
+@pytest.fixture(scope="module")
+def ts_lock(box) -> str:
+    """The TypeScript tool's lock, as the owner's install outside every job wrote it (the box's
+    cache warm with its packages)."""
+    projects.write(box, OWNERS_TS, projects.TS_TOOL)
+    projects.owners_install(box, OWNERS_TS)
+    return f"{OWNERS_TS}/package-lock.json"
+
+
+@pytest.mark.parametrize("variant", ["as-it-is", "twin-a-failing-test"])
+def test_a_typescript_tool_is_built_and_tested_by_its_own_scripts_in_a_jobs_jail(box, ts_lock, variant):
+    files = dict(projects.TS_TOOL)
+    if variant != "as-it-is":
+        path, old, new = BROKEN_TEST
+        files[path] = files[path].replace(old, new)
+    node = f"{WORK_ROOT}/{uuid.uuid4()}/node"
+    projects.write(box, node, files)
+    steps = " && ".join(projects.TS_STEPS)
+    code, out = as_imd(
+        box,
+        f"cp {ts_lock} {node} && cd {node} && {layout.JAIL} claude --program /bin/bash -c {shlex.quote(steps)} 2>&1",
+        timeout=300,
+    )
+    if variant == "as-it-is":
+        assert code == 0 and "ℹ pass 2" in out and "ℹ fail 0" in out, out
+    else:
+        assert code != 0 and "ℹ fail 1" in out, out
+
+
+@pytest.fixture(scope="module")
+def compilers(box) -> None:
+    """The box's compiler, where box setup keeps them (~/.svm): solc-js behind solc's command line."""
+    hands.install_solc(box)
+
+
+@pytest.mark.parametrize("variant", ["as-it-is", "twin-no-allow-write"])
+def test_a_foundry_projects_unit_and_invariant_suites_pass_under_the_agents_forge(box, compilers, variant):
+    # The agent's forge as the agent runs it: a command in Claude's sandbox in the job's jail,
+    # offline (foundry.toml), so it builds with the box's compiler or not at all.
+    node = f"{WORK_ROOT}/{uuid.uuid4()}/node"
+    projects.write(box, node, projects.FOUNDRY_PROJECT)
+    drop = () if variant == "as-it-is" else ("~/.svm",)
+    steps = " && ".join(projects.FORGE_STEPS)
+    code, out = as_imd(box, f"cd {node} && {{ {in_claudes_sandbox(steps, *drop)}; }} 2>&1", timeout=300)
+    if variant == "as-it-is":
+        assert code == 0 and all(passed in out for passed in projects.FORGE_PASSED), out
+    else:
+        assert code != 0 and "no compiler versions are available" in out, out

@@ -3,7 +3,7 @@
 
     python3 bench/run.py                 # a Mac with Docker Desktop: the defaults
     python3 bench/run.py --quick         # no cold build, 3 runs each
-    python3 bench/run.py --skip build,size,help,check,start,hands,v4hook   # only the scripted job
+    python3 bench/run.py --skip build,size,help,check,start,hands,v4hook,commands   # only the scripted job
     python3 bench/run.py --harness --base-image imd-box-base:trixie \\
         --ca-cert /etc/ssl/certs/ca-certificates.crt    # the project's CI machine
 
@@ -28,7 +28,10 @@ box's jail and without it, alternately in one walled box: the jail's cost beside
 The worker's own steps on a contract task (clone to bundle, forge build and test) are timed
 the same way, through the box's hands (git and forge in the job's jail) and without them;
 and on a real contract job, a Uniswap v4 hook with v4-core and its libraries vendored
-(tests/harness/v4hook.py: v4-core and solc 0.8.26 from npm).
+(tests/harness/v4hook.py: v4-core and solc 0.8.26 from npm). A job's own commands on real
+projects (tests/harness/projects.py: a TypeScript tool's npm ci, build and test; a Foundry
+project's forge build and its unit and invariant suites) are timed in the job's jail and
+without it, each command's first run beside the rest.
 
 `box check` probes the internet and the walls. --harness runs the same check
 (imdbox.check.runner.run_check, what `box check` calls) on the test suite's
@@ -42,6 +45,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -74,6 +78,7 @@ GOALS = {
     "jail": 1.2,  # the jailed job's median over the unjailed one's
     "hands": 1.2,  # the worker's jailed git and forge steps over the plain ones
     "v4hook": 1.1,  # the same on a v4 hook job, whose compile outweighs the calls' own cost
+    "commands": 1.1,  # a job's own npm and forge command in its jail over the same without it
     "net": 0.1,  # a job's jail with its own network, an empty run start to end
     "door": 0.010,  # a call through the door over the same call as the worker made it before the door
     "broker": 0.005,  # a request through the login broker over the same request straight to Anthropic
@@ -515,6 +520,75 @@ class Bench:
         cost = cost_row("the hands' jail cost on it (jailed / no jail)", jailed, plain, GOALS["v4hook"])
         self.rows += [jailed, plain, cost]
 
+    # ---------------------------------------------------------------- a job's own commands
+    def commands(self) -> None:
+        """A job's own commands on real projects (tests/harness/projects.py), in a walled box on
+        the bench's network: a TypeScript tool's npm ci, build and test (its lock and the box's
+        npm cache from the owner's install outside every job), and a Foundry project's forge
+        build and its unit and invariant suites (the box's compiler, solc-js). A job's commands
+        run in its one jail, which is made once, as an agent's run makes it: each batch is one
+        shell, in a job's jail (`jail claude --program`) or not, that runs the commands twice;
+        the batches alternate. The second pass is a command's cost in the jail; the first pass
+        and the jail's start are what a job's first command pays."""
+        from tests.harness import hands, projects
+        from tests.harness.jobs import WORK_ROOT
+
+        log("waiting for the machine lock (a test run may hold it), then installing")
+        with (
+            test_machine.held(),
+            boxes.volume(self.client, "bench-commands") as volume,
+            hands.contract_box(self.client, self.image, volume, hands.install_solc, self.args.network) as box,
+        ):
+            projects.write(box, f"{WORK_ROOT}/bench/ts", projects.TS_TOOL)
+            projects.owners_install(box, f"{WORK_ROOT}/bench/ts")
+            projects.write(box, f"{WORK_ROOT}/bench/sol", projects.FOUNDRY_PROJECT)
+            for node, steps in (("ts", projects.TS_STEPS), ("sol", projects.FORGE_STEPS)):
+                self._commands(box, node, steps)
+
+    def _commands(self, box, node: str, steps: tuple[str, ...]) -> None:
+        from tests.harness import jobs
+
+        # Each command's seconds, by pass, as "took <pass> <step> <µs>"; the jail's start as
+        # "start <µs>" (from the launcher's call to the first line run in the jail).
+        inner = (
+            "echo start $(( ${EPOCHREALTIME/./} - $1 )); for p in 1 2; do "
+            + " ".join(
+                f's=$EPOCHREALTIME; {step} >/dev/null 2>&1 || exit 1; echo "took $p {k} $(( ${{EPOCHREALTIME/./}} - ${{s/./}} ))";'
+                for k, step in enumerate(steps)
+            )
+            + " done"
+        )
+        shells = {
+            True: f"{JAIL} claude --program /bin/bash -c {shlex.quote(inner)} bench ${{EPOCHREALTIME/./}}",
+            False: f"/bin/bash -c {shlex.quote(inner)} bench ${{EPOCHREALTIME/./}}",
+        }
+        took: dict = {}
+        starts: list[float] = []
+        for i in range(self.args.runs):
+            for jailed in (True, False):
+                log(f"{node}: {'jailed' if jailed else 'no jail'} {i + 1}/{self.args.runs}")
+                code, out = boxes.as_imd(box, f"cd {jobs.WORK_ROOT}/bench/{node} && {shells[jailed]}", timeout=300)
+                if code != 0:
+                    raise RuntimeError(f"{node}'s commands did not run: {tail(out)}")
+                for line in out.splitlines():
+                    if line.startswith("took "):
+                        _, pass_, k, us = line.split()
+                        took.setdefault((jailed, int(pass_), int(k)), []).append(int(us) / 1e6)
+                    elif line.startswith("start ") and jailed:
+                        starts.append(int(line.split()[1]) / 1e6)
+        self.rows.append(
+            Row(f"{node}: a job's jail, made (until its first command)", starts, note="its own network too")
+        )
+        for k, step in enumerate(steps):
+            first = Row(f"`{step}`, a job's first, jailed", took[True, 1, k])
+            plain_first = statistics.median(took[False, 1, k])
+            ratio = statistics.median(first.samples) / plain_first
+            first.note = f"no jail, a shell's first: {plain_first:.2f} s ({ratio:.2f}×)"
+            jailed = Row(f"`{step}`, jailed", took[True, 2, k], note="in the jail its first run was made in")
+            plain = Row(f"`{step}`, no jail", took[False, 2, k], note="the same shell's second run")
+            cost = cost_row(f"`{step}`: the jail's cost (jailed / no jail)", jailed, plain, GOALS["commands"])
+            self.rows += [first, jailed, plain, cost]
+
     # ---------------------------------------------------------------- box start
     def prepare_fake_worker(self) -> Optional[str]:
         """Install tests/fake_worker (and its claude) into our own fresh volume and
@@ -680,7 +754,9 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     p.add_argument("--check-url", help="`box check --url`")
     p.add_argument("--check-targets", help="`box check --targets FILE`")
     p.add_argument(
-        "--skip", default="", help="comma list of: build, size, help, check, start, job, hands, v4hook, broker"
+        "--skip",
+        default="",
+        help="comma list of: build, size, help, check, start, job, hands, v4hook, commands, broker",
     )
     p.add_argument("--layers", type=int, default=12, help="layers listed (default 12)")
     p.add_argument("--json", dest="json_out", help="also write the results to this JSON file")
@@ -723,6 +799,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             ("job", bench.job, "scripted job, jailed (6 tool calls)", GOALS["job"]),
             ("hands", bench.hands, "worker's git and forge steps, jailed", None),
             ("v4hook", bench.v4hook, "worker's steps on a v4 hook job, jailed", None),
+            ("commands", bench.commands, "a job's own commands, jailed", None),
             ("broker", bench.broker, "a request through the login broker", None),
         ):
             if name in args.skip:

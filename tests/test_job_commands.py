@@ -206,3 +206,30 @@ def test_a_foundry_projects_unit_and_invariant_suites_pass_under_the_agents_forg
         assert code == 0 and all(passed in out for passed in projects.FORGE_PASSED), out
     else:
         assert code != 0 and "no compiler versions are available" in out, out
+
+
+# A job that makes the box's compiler another program: what the next job's forge would run.
+POISON_SOLC = 'for f in ~/.svm/*/solc-*; do rm -f "$f" && printf \'#!/bin/sh\\necho poisoned\\n\' > "$f" && chmod 755 "$f"; done; cat ~/.svm/*/solc-*'
+
+
+@pytest.mark.parametrize("variant", ["as-it-is", "twin-cache-bound"])
+def test_a_job_that_replaces_the_boxs_compiler_leaves_the_next_jobs_forge_its_own(
+    docker_client, box_image, box, compilers, variant
+):
+    with contextlib.ExitStack() as stack:
+        there = box
+        if variant != "as-it-is":
+            there = stack.enter_context(owners_box(docker_client, box_image, CACHES_BOUND))
+            hands.install_solc(there)
+        code, out = job(there, POISON_SOLC)
+        assert code == 0 and "poisoned" in out, out
+        node = f"{WORK_ROOT}/{uuid.uuid4()}/node"
+        projects.write(there, node, projects.FOUNDRY_PROJECT)
+        steps = " && ".join(projects.FORGE_STEPS)
+        code, out = as_imd(
+            there, f"cd {node} && {layout.JAIL} claude --program /bin/bash -c {shlex.quote(steps)} 2>&1", timeout=300
+        )
+    if variant == "as-it-is":
+        assert code == 0 and all(passed in out for passed in projects.FORGE_PASSED), out
+    else:  # forge read the poisoned compiler's answer as its output
+        assert code != 0 and "expected value at line 1 column 1" in out, out

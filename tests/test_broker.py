@@ -166,6 +166,20 @@ def test_a_refused_refresh_fails_the_job_and_says_so(docker_client, box_image, b
     assert "could not be refreshed (400 invalid_grant)" in json.loads(status)["problem"], status
 
 
+def test_a_refresh_that_got_no_answer_is_asked_again_later(docker_client, box_image, box, world):
+    # The token endpoint answers 503: the job goes on with the token it has (Anthropic still
+    # takes it here), the broker says so and that it asks again; it does not ask on every request.
+    _, tls = world
+    owned(box, login.owner_login(expires_in=-60))
+    steps = [[jobs.bash("echo still-working")]]
+    run = jobs.play(docker_client, box_image, box, steps, view=True, login=login.anthropic(tls, {"token_down": 1}))
+    assert run.code == 0 and run.result(0, 0)["text"].strip() == "still-working", run
+    assert [r.get("down") for r in run.refreshes] == [True], run.refreshes
+    _, status = as_imd(box, f"curl -sS --unix-socket {CONTROL} http://broker/status")
+    problem = json.loads(status)["problem"]
+    assert "could not be refreshed (503 temporarily_unavailable): the broker asks again within a minute" in problem
+
+
 SENTINEL_OF_THE_JAIL = (
     'sed -E \'s/.*"accessToken":"([^"]*)".*"refreshToken":"([^"]*)".*/access=\\1 refresh=\\2/\' '
     "~/.claude/.credentials.json; echo"

@@ -28,13 +28,13 @@
 // platform.claude.com, which the test box's hosts file gives this loopback), with TLS from a
 // test CA and a subscription login, as Claude Code's login uses them:
 //   {"tls": {"key", "cert"}, "access": "<the valid access token>", "refresh": "<its refresh token>",
-//    "faults": {"expired": n, "invalid_grant": true, "rate_limited": n}}
+//    "faults": {"expired": n, "invalid_grant": true, "rate_limited": n, "token_down": n}}
 // - POST /v1/messages wants `Authorization: Bearer <access>`: else 401 (authentication_error).
 //   "expired": n: the first n requests get 401 even so, as a token that expired early would.
 //   "rate_limited": n: the first n get 429 (rate_limit_error).
 // - POST /v1/oauth/token (grant_type refresh_token) rotates: a new access and refresh token
 //   each time, and a refresh token used once is refused (400 invalid_grant) ever after;
-//   "invalid_grant": true refuses every refresh.
+//   "invalid_grant": true refuses every refresh; "token_down": n answers the first n 503.
 // - GET /api/oauth/profile answers the account with the access token, as /v1/messages would.
 // Each request is reported: request <json> {"host", "method", "path", "headers" (raw, in order),
 // "body"}, and each refresh: refresh <json> {"given", "ok"}.
@@ -130,7 +130,7 @@ function stream(res, msg) {
 }
 
 const login = process.env.MODEL_LOGIN ? JSON.parse(process.env.MODEL_LOGIN) : null;
-const faults = { expired: 0, invalid_grant: false, rate_limited: 0, ...(login?.faults ?? {}) };
+const faults = { expired: 0, invalid_grant: false, rate_limited: 0, token_down: 0, ...(login?.faults ?? {}) };
 const usedUp = new Set();
 let issued = 0;
 
@@ -150,6 +150,11 @@ function loggedIn(req, res, path, raw) {
     try {
       asked = JSON.parse(raw);
     } catch {}
+    if (faults.token_down > 0) {
+      faults.token_down -= 1;
+      console.log(`refresh ${JSON.stringify({ given: asked.refresh_token ?? null, ok: false, down: true })}`);
+      return answer(res, 503, { error: "temporarily_unavailable" }), true;
+    }
     const ok = !faults.invalid_grant && asked.grant_type === "refresh_token" && asked.refresh_token === login.refresh
       && !usedUp.has(asked.refresh_token);
     console.log(`refresh ${JSON.stringify({ given: asked.refresh_token ?? null, ok })}`);

@@ -106,16 +106,17 @@ function save(oauth) {
 }
 
 // One refresh at a time; `force`: even though the token has not expired (an upstream 401). A
-// refresh Anthropic refused is not asked again for a while, unless the login changed meanwhile
-// (the owner logged in again): a refresh token it refused stays refused.
+// refresh token Anthropic refused (400, 401) stays refused: it is not asked again until the
+// login changes (the owner logged in again). One that failed otherwise (no answer, 429, 5xx)
+// is asked again a minute later at the soonest.
 const RETRY_MS = 60 * 1000;
-let refused = null; // { key, at } of the login whose refresh was refused
+let refused = null; // { key, at, final } of the login whose refresh failed
 
 function refresh(force) {
   const current = login();
   if (!current) return Promise.resolve(null);
   if (!force && current.expiresAt - Date.now() > EARLY_MS) return Promise.resolve(current);
-  if (refused?.key === seen.key && Date.now() - refused.at < RETRY_MS) return Promise.resolve(current);
+  if (refused?.key === seen.key && (refused.final || Date.now() - refused.at < RETRY_MS)) return Promise.resolve(current);
   refreshing ??= refreshNow(current).finally(() => (refreshing = null));
   return refreshing;
 }
@@ -141,9 +142,11 @@ async function refreshNow(current) {
     const now = login();
     if (now && now.refreshToken !== current.refreshToken) return now;
     const why = answer.status ? `${answer.status} ${data?.error ?? ""}`.trim() : answer.body.toString();
-    state.problem = `the owner's Claude login could not be refreshed (${why.slice(0, 80)}): run 'claude' in 'box shell' and log in again`;
+    const final = answer.status === 400 || answer.status === 401;
+    const next = final ? "run 'claude' in 'box shell' and log in again" : "the broker asks again within a minute";
+    state.problem = `the owner's Claude login could not be refreshed (${why.slice(0, 80)}): ${next}`;
     say(state.problem);
-    refused = { key: seen.key, at: Date.now() };
+    refused = { key: seen.key, at: Date.now(), final };
     return current;
   }
   const next = {

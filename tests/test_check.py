@@ -9,6 +9,7 @@ in a copy of the image (the box's root is read-only) — never by a product swit
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
 import io
@@ -31,7 +32,7 @@ from imdbox.check.report import Report
 from imdbox.check.runner import PROBE_DIR, run_check
 from imdbox.check.walls import WALLS
 from imdbox.runflags import HOST_ADDRS_ENV
-from tests.harness import boxes
+from tests.harness import boxes, login
 from tests.harness import topology as topology_mod
 
 # In a parallel run (-n) its checks spread over the workers, each making the module's fixtures
@@ -923,6 +924,47 @@ def test_25_a_jail_that_binds_the_login(check, has_browser):
     detail = report.by_id("login_broker").detail
     # The broker was never started: nothing asked it for a sentinel.
     assert detail.startswith("a job's jail holds a Claude login (canary); the login broker does not answer"), detail
+
+
+def owners_login(ca: str, address: str) -> dict:
+    """The owner's Claude login in the volume (planted after the firewall, as imd), and the test
+    world's Anthropic at `address` for the box (its names, and its CA in the image's bundle)."""
+    text = base64.b64encode(login.owner_login().encode()).decode()
+    seed = (
+        "setpriv --reuid=imd --regid=imd --init-groups -- sh -c "
+        f"'umask 077 && mkdir -p /home/imd/.claude && echo {text} | base64 -d > {login.LOGIN}'"
+    )
+    patch = {**after_firewall(seed), login.BUNDLE: (login.trusting(ca).encode(), 0o644)}
+    return {"patch": patch, "mutate": login.named(address), "read_jail": True}
+
+
+def test_25_with_the_owners_login_a_request_through_the_broker_gets_the_profile(
+    check, has_browser, test_volume, docker_client, box_image, topology
+):
+    ca, tls = login.certificates()
+    internet = topology.targets["internet"].network
+    with login.elsewhere(docker_client, box_image, internet, login.anthropic(tls)) as address:
+        report = check(volume=test_volume, **owners_login(ca, address))
+    expect_failed(report, set(), has_browser)
+    detail = report.by_id("login_broker").detail
+    assert detail == (
+        "a job's jail holds a sentinel of its run's, not the owner's Claude login, which the login broker holds; "
+        "a request with it through the broker got the account's profile (200)"
+    ), detail
+
+
+def test_25_a_login_anthropic_refuses(check, has_browser, test_volume, docker_client, box_image, topology):
+    # Anthropic knows neither of the login's tokens: the broker's request gets 401, its refresh
+    # invalid_grant, and the line says so, with what to run.
+    ca, tls = login.certificates()
+    internet = topology.targets["internet"].network
+    someone_else = login.anthropic(tls, access="sk-ant-oat01-imdt-other", refresh="sk-ant-ort01-imdt-other")
+    with login.elsewhere(docker_client, box_image, internet, someone_else) as address:
+        report = check(volume=test_volume, **owners_login(ca, address))
+    expect_failed(report, {"login_broker"}, has_browser)
+    detail = report.by_id("login_broker").detail
+    assert "the login broker: the owner's Claude login could not be refreshed (400 invalid_grant)" in detail, detail
+    assert "Anthropic answered a job's request through the broker with 401 (the account's profile)" in detail, detail
 
 
 def test_22_the_host_addresses_not_given_to_the_firewall(check, has_browser):

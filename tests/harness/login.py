@@ -23,9 +23,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from tests.harness import boxes
+from tests.harness import boxes, jobs
 from tests.harness.image import CA_FILE
 from tests.harness.jobs import HOME
+from tests.harness.topology import NO_HEALTHCHECK
 
 HOSTS = ("api.anthropic.com", "platform.claude.com")
 LOGIN = f"{HOME}/.claude/.credentials.json"
@@ -85,17 +86,32 @@ def anthropic(tls: dict, faults: Optional[dict] = None, access: str = ACCESS, re
     return {"tls": tls, "access": access, "refresh": refresh, "faults": faults or {}}
 
 
-def world(folder: Path, ca: str, env: Optional[dict] = None) -> Callable[[dict], None]:
-    """A box's `mutate` (boxes.create_walled) that makes the test world's Anthropic the real one:
-    its names at the box's loopback, and the box's CA bundle this machine's, as the image holds
-    it, and the test CA (a file in `folder`). `env`: the box's own environment (the owner's choice
-    of IMD_BOX_LOGIN)."""
+def trusting(ca: str) -> str:
+    """The box's CA bundle, trusting the test CA too: this machine's, as the image holds it."""
+    return Path(CA_FILE).read_text().rstrip("\n") + "\n" + ca
+
+
+def named(address: str) -> Callable[[dict], None]:
+    """A box's `mutate` that gives Anthropic's names `address` in its hosts file."""
+
+    def mutate(kwargs: dict) -> None:
+        kwargs["extra_hosts"] = {**(kwargs.get("extra_hosts") or {}), **dict.fromkeys(HOSTS, address)}
+
+    return mutate
+
+
+def world(folder: Path, ca: str, env: Optional[dict] = None, address: str = "127.0.0.1") -> Callable[[dict], None]:
+    """A box's `mutate` (boxes.create_walled, run_check) that makes the test world's Anthropic
+    the real one: its names at `address` (the box's loopback, where jobs.model's container
+    listens; or a container of its own on a test network: elsewhere), and the box's CA bundle
+    this machine's, as the image holds it, and the test CA (a file in `folder`). `env`: the
+    box's own environment (the owner's choice of IMD_BOX_LOGIN)."""
     bundle = folder / "ca-certificates.crt"
-    bundle.write_text(Path(CA_FILE).read_text().rstrip("\n") + "\n" + ca)
+    bundle.write_text(trusting(ca))
     bundle.chmod(0o644)
 
     def mutate(kwargs: dict) -> None:
-        kwargs["extra_hosts"] = {**kwargs.get("extra_hosts", {}), **dict.fromkeys(HOSTS, "127.0.0.1")}
+        named(address)(kwargs)
         kwargs["volumes"] = {**(kwargs.get("volumes") or {}), str(bundle): {"bind": BUNDLE, "mode": "ro"}}
         kwargs["environment"] = {**(kwargs.get("environment") or {}), **(env or {})}
 
@@ -110,3 +126,32 @@ def walled(client, image: str, topo, *, volume: str, folder: Path, ca: str, env:
         yield box
     finally:
         box.remove(force=True)
+
+
+@contextlib.contextmanager
+def elsewhere(client, image: str, network: str, login: dict) -> Iterator[str]:
+    """The test world's Anthropic (model.mjs, MODEL_LOGIN `login`) in a container of its own on
+    `network` (a test network, --internal): its address there."""
+    container = client.containers.run(
+        image,
+        entrypoint=["/usr/local/bin/node", "--input-type=module", "-e", jobs.MODEL_JS],
+        command=[],
+        environment={"MODEL_LOGIN": json.dumps(login), "MODEL_ADDRESS": "0.0.0.0"},
+        network=network,
+        user="65534:65534",
+        read_only=True,
+        labels={"imd-test": "1"},
+        healthcheck=NO_HEALTHCHECK,
+        name=boxes.unique("anthropic"),
+        detach=True,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while b"listening: model" not in container.logs():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the scripted Anthropic did not start:\n{container.logs().decode()}")
+            time.sleep(0.1)
+        container.reload()
+        yield container.attrs["NetworkSettings"]["Networks"][network]["IPAddress"]
+    finally:
+        container.remove(force=True)

@@ -206,5 +206,6 @@ const serve = (req, res) => {
   });
 };
 const server = login ? https.createServer(login.tls, serve) : http.createServer(serve);
-server.listen(login ? 443 : port, "127.0.0.1", () => console.log(`listening: model ${server.address().port}`));
+// MODEL_ADDRESS: where it listens (a test network's container of its own: 0.0.0.0).
+server.listen(login ? 443 : port, process.env.MODEL_ADDRESS || "127.0.0.1", () => console.log(`listening: model ${server.address().port}`));
 process.on("SIGTERM", () => process.exit(0));

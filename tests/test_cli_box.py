@@ -25,7 +25,7 @@ import time
 import docker
 import pytest
 
-from imdbox import browser, names, refused
+from imdbox import browser, layout, names, refused
 from tests.fake_worker import daemon_version
 from tests.fake_worker.fixtures import FEED_URL, box_env, copy_of, remove_container, volume_files
 from tests.harness import boxes
@@ -225,6 +225,10 @@ def test_start_logs_status_stop(docker_client, bx):
     assert "runtime:   claude (concurrency 2)" in r.stdout
     assert "compilers: solc 0.8.26, 0.8.37, for every job" in r.stdout, r.all
     assert "refused:   the Mac " in r.stdout and "(attempts since the box started)" in r.stdout, r.all
+    # The login broker answers from the running box (no Claude login Claude Code wrote is there).
+    assert "login:     none in the box (log in with `claude` in `box shell`)" in r.stdout, r.all
+    r = bx.run("shell", "printenv", "HTTPS_PROXY", "NODE_EXTRA_CA_CERTS")
+    assert r.stdout.split() == [f"http://127.0.0.1:{layout.BROKER_PORT}", f"{layout.BROKER_DIR}/trust.pem"], r.all
     r = bx.run("status", "--json")
     assert r.returncode == 0, r.all
     state = json.loads(r.stdout)
@@ -437,7 +441,7 @@ def test_interactive_shell_in_a_terminal(docker_client, bx):
             assert bx.run("stop").returncode == 0
         r = subprocess.run(
             ["script", "-qec", f"{sys.executable} -m imdbox shell", "/dev/null"],
-            input="imd help | head -1; pwd; grep CapBnd /proc/self/status; exit 3\n",
+            input='imd help | head -1; pwd; grep CapBnd /proc/self/status; echo "proxy=$HTTPS_PROXY."; exit 3\n',
             cwd=str(names.REPO_ROOT),
             env=bx.env(),
             capture_output=True,
@@ -447,6 +451,10 @@ def test_interactive_shell_in_a_terminal(docker_client, bx):
         assert r.returncode == 3, r.stdout + r.stderr
         assert f"IdentityMD contributor daemon (v{V1})" in r.stdout
         assert "/home/imd" in r.stdout and "CapBnd:\t0000000000000000" in r.stdout
+        # In the running box, HTTPS goes through the login broker (the owner's claude refreshes
+        # there); a one-off box has no broker.
+        proxy = f"http://127.0.0.1:{layout.BROKER_PORT}" if running else ""
+        assert f"proxy={proxy}." in r.stdout, r.stdout
 
 
 def test_a_foreign_container_holding_the_name_is_never_touched(docker_client, fresh, box_image):

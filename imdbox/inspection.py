@@ -98,7 +98,7 @@ def status(cfg: Config, json_output: bool = False) -> int:
             f"image:     {eng.cfg.image} {img.short_id.split(':')[-1]}, {origin}, made {_when(img.attrs.get('Created'))}"
         )
     if container is not None and (container.attrs["State"].get("Restarting") or restarts > 0):
-        ui.say(f"last error: {diagnose.last_error(container.logs(tail=300).decode(errors='replace'))}", style="red")
+        ui.say(f"last error: {diagnose.failure(container.logs(tail=300).decode(errors='replace'))}", style="red")
     if img is None:
         raise BoxError(
             f"the box image {eng.cfg.image} is missing, and `imd doctor` needs it: run {pull_or_build(eng.cfg)}"

@@ -129,7 +129,7 @@ def _create_and_start(eng: Engine) -> None:
             pass
         if tail:
             ui.dim(tail)
-        raise BoxError(f"the box did not start, and was removed (no restart loop): {diagnose.last_error(logs)}")
+        raise BoxError(f"the box did not start, and was removed (no restart loop): {diagnose.failure(logs)}")
     ui.ok(
         f"walls up and verified; the worker is running. `{eng.cfg.command('logs')}` to watch it, "
         f"`{eng.cfg.command('status')}` to check it"

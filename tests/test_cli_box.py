@@ -306,7 +306,7 @@ def test_status_shows_the_last_error_of_a_restarting_box(docker_client, bx):
         time.sleep(0.5)
     r = bx.run("status")
     assert "restarts:  0" not in r.stdout, r.all
-    assert f"last error: imd-box: {SETTINGS} is damaged (bad CONCURRENCY '0'" in r.stdout, r.all
+    assert f"last error: {SETTINGS} is damaged (bad CONCURRENCY '0'" in r.stdout, r.all  # one prefix: box's
     assert bx.run("stop").returncode == 0
     assert bx.run("shell", "bash", "-c", RESET_SETTINGS).returncode == 0
     r = bx.run("start")

@@ -301,6 +301,7 @@ def test_a_box_that_does_not_start_is_removed_with_its_reason(world):
     assert result.exit_code == 1
     assert "the box did not start, and was removed (no restart loop)" in one_error_line(result)
     assert "the firewall did not apply" in one_error_line(result)
+    assert "imd-box:" not in one_error_line(result)  # one prefix: box's
     assert world.log == ["create", "start", "stop", "remove"] and world.container is None
 
 

@@ -209,8 +209,10 @@ def test_a_foundry_projects_unit_and_invariant_suites_pass_under_the_agents_forg
         assert code != 0 and "no compiler versions are available" in out, out
 
 
-# A job that makes the box's compiler another program: what the next job's forge would run.
-POISON_SOLC = 'for f in ~/.svm/*/solc-*; do rm -f "$f" && printf \'#!/bin/sh\\necho poisoned\\n\' > "$f" && chmod 755 "$f"; done; cat ~/.svm/*/solc-*'
+# A job that makes the box's compiler another program: what the next job's forge would run. It
+# reads what forge writes it first: one that did not could end before forge had written, and
+# forge would fail on the broken pipe instead of on its answer.
+POISON_SOLC = 'for f in ~/.svm/*/solc-*; do rm -f "$f" && printf \'#!/bin/sh\\ncat >/dev/null\\necho poisoned\\n\' > "$f" && chmod 755 "$f"; done; cat ~/.svm/*/solc-*'
 
 
 @pytest.mark.parametrize("variant", ["as-it-is", "twin-cache-bound"])

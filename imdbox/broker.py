@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+import docker.errors
+
 from . import engine, layout
 from .terminal import safe
 
@@ -30,7 +32,10 @@ STATUS_COMMAND = [
 
 def line(container) -> tuple[str, bool]:
     """`box status`'s login line, and whether it says something is wrong."""
-    code, out = engine.exec_as_imd(container, STATUS_COMMAND)
+    try:
+        code, out = engine.exec_as_imd(container, STATUS_COMMAND)
+    except docker.errors.APIError as exc:  # it stopped, or Docker began restarting it, meanwhile
+        return f"the login broker could not be asked (the engine: {safe(str(exc.explanation or exc))[:200]})", True
     try:
         said = json.loads(out) if code == 0 else None
     except json.JSONDecodeError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
+import docker.errors
 import pytest
 
 from imdbox import broker
@@ -51,3 +52,19 @@ def test_a_problem_is_said_and_its_text_made_safe():
 @pytest.mark.parametrize("value, jail", [("jail", True), ("broker", False), ("", False), ("JAIL", False)])
 def test_the_owners_choice(value, jail):
     assert Config.from_env({"IMD_BOX_LOGIN": value}).login_in_jail is jail
+
+
+class Restarting(Box):
+    """A box Docker began restarting between `box status`'s look and its exec."""
+
+    def exec_run(self, command, **_):
+        raise docker.errors.APIError(
+            "409", explanation="Container 2e6b is restarting, wait until the container is running"
+        )
+
+
+def test_a_box_that_restarts_meanwhile_is_a_line_not_a_crash():
+    said, wrong = broker.line(Restarting(""))
+    assert wrong and said == (
+        "the login broker could not be asked (the engine: Container 2e6b is restarting, wait until the container is running)"
+    )

@@ -202,18 +202,26 @@ def model(
     environment = {"MODEL_SCRIPT": json.dumps({"steps": steps}), "MODEL_WATCH": json.dumps(list(watch))}
     if login is not None:
         environment["MODEL_LOGIN"] = json.dumps(login)
+    with running_model(client, image, source, environment, network_mode=f"container:{box.id}") as (port, container):
+        yield port, container
+
+
+@contextlib.contextmanager
+def running_model(client, image: str, source: str, environment: dict, **where) -> Iterator[tuple[int, object]]:
+    """A scripted model (`source`, its `environment`) in a container of the test's own, placed as
+    `where` says (docker's network arguments), once it listens: its port and its container."""
     container = client.containers.run(
         image,
         entrypoint=["/usr/local/bin/node", "--input-type=module", "-e", source],
         command=[],
         environment=environment,
-        network_mode=f"container:{box.id}",
         user="65534:65534",
         read_only=True,
         labels={"imd-test": "1"},
         healthcheck=NO_HEALTHCHECK,
         name=boxes.unique("model"),
         detach=True,
+        **where,
     )
     try:
         deadline = time.monotonic() + 20

@@ -26,7 +26,6 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from tests.harness import boxes, jobs
 from tests.harness.image import CA_FILE
 from tests.harness.jobs import HOME
-from tests.harness.topology import NO_HEALTHCHECK
 
 HOSTS = ("api.anthropic.com", "platform.claude.com")
 LOGIN = f"{HOME}/.claude/.credentials.json"
@@ -132,26 +131,7 @@ def walled(client, image: str, topo, *, volume: str, folder: Path, ca: str, env:
 def elsewhere(client, image: str, network: str, login: dict) -> Iterator[str]:
     """The test world's Anthropic (model.mjs, MODEL_LOGIN `login`) in a container of its own on
     `network` (a test network, --internal): its address there."""
-    container = client.containers.run(
-        image,
-        entrypoint=["/usr/local/bin/node", "--input-type=module", "-e", jobs.MODEL_JS],
-        command=[],
-        environment={"MODEL_LOGIN": json.dumps(login), "MODEL_ADDRESS": "0.0.0.0"},
-        network=network,
-        user="65534:65534",
-        read_only=True,
-        labels={"imd-test": "1"},
-        healthcheck=NO_HEALTHCHECK,
-        name=boxes.unique("anthropic"),
-        detach=True,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while b"listening: model" not in container.logs():
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the scripted Anthropic did not start:\n{container.logs().decode()}")
-            time.sleep(0.1)
+    environment = {"MODEL_LOGIN": json.dumps(login), "MODEL_ADDRESS": "0.0.0.0"}
+    with jobs.running_model(client, image, jobs.MODEL_JS, environment, network=network) as (_, container):
         container.reload()
         yield container.attrs["NetworkSettings"]["Networks"][network]["IPAddress"]
-    finally:
-        container.remove(force=True)

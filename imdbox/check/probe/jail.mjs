@@ -510,14 +510,15 @@ export async function readJail() {
       });
       return read;
     };
+    // [label, run, who, skip, a sandbox's, decode]
     const views = [
-      ["srt in the job's jail", sandboxRun, "the sandbox", () => false],
-      ["Codex's sandbox in the job's jail", codexRun, "Codex's sandbox", () => false],
-      ["the job's jail", toolsRun, `the job's jail (${tool("jail")})`, login],
-      ["the browser in the job's jail", browserRun, "the browser in the job's jail", login, digestOfBase64],
+      ["srt in the job's jail", sandboxRun, "the sandbox", () => false, true],
+      ["Codex's sandbox in the job's jail", codexRun, "Codex's sandbox", () => false, true],
+      ["the job's jail", toolsRun, `the job's jail (${tool("jail")})`, login, false],
+      ["the browser in the job's jail", browserRun, "the browser in the job's jail", login, false, digestOfBase64],
     ];
     const seen = {};
-    for (const [label, r, who, skip, decode] of views) {
+    for (const [label, r, who, skip, sandbox, decode] of views) {
       if (!r) continue; // not run: no preview server to work with
       const v = seenBy(label, r, decode);
       if (v.why) {
@@ -525,7 +526,7 @@ export async function readJail() {
         continue;
       }
       seen[label] = v.seen;
-      const read = readBy(v.seen, skip, who.endsWith("sandbox"));
+      const read = readBy(v.seen, skip, sandbox);
       if (read.length) bad.push(`${who} READ ${read.join(", ")}${who === "the sandbox" ? ` (rules from ${claude.file})` : ""}`);
       if (v.seen[work] !== digest[work])
         bad.push(`${who} cannot read the job's own workspace either (${work}): not a jail a job can work in`);

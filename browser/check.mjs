@@ -146,19 +146,24 @@ export async function check({ html, expect, launcher, deadlineMs }) {
   html = html ?? `<!doctype html><title>imd-box check</title><p>${token}</p>`;
   const page = await startPage(html);
   const mcp = startMcp({ launcher, timeoutMs: deadlineMs });
+  // The step under way, so a line that ran out of time says where it waited.
+  let step = "the MCP server's start";
   let timer;
   const deadline = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${deadlineMs / 1000} s${tail(mcp.stderr())}`)), deadlineMs);
+    timer = setTimeout(() => reject(new Error(`no answer within ${deadlineMs / 1000} s, waiting for ${step}${tail(mcp.stderr())}`)), deadlineMs);
   });
   const run = async () => {
     const session = new McpSession(await mcp.ready);
+    step = "initialize";
     await session.initialize();
     const server = `Playwright MCP ${mcpVersion()}`;
+    step = "tools/list";
     const { tools = [] } = await session.request("tools/list");
     const names = new Set(tools.map((t) => t.name));
     for (const needed of ["browser_navigate", "browser_snapshot"]) {
       if (!names.has(needed)) return { ok: false, detail: `${server} does not offer ${needed}` };
     }
+    step = "browser_navigate (the browser's start and the page's load)";
     let nav = await session.callTool("browser_navigate", { url: page.url });
     // Chromium drops a load when it sees the box's network settle (an IPv6 address
     // leaving its tentative state a second after start): a fact of the first
@@ -173,6 +178,7 @@ export async function check({ html, expect, launcher, deadlineMs }) {
       nav = await session.callTool("browser_navigate", { url: page.url });
     }
     if (nav.isError) return { ok: false, detail: `could not load ${page.url}: ${firstLines(nav.text)}` };
+    step = "browser_snapshot";
     const snap = await session.callTool("browser_snapshot");
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
     if (snap.isError || !snap.text.includes(expect)) {

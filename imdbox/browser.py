@@ -16,9 +16,9 @@ LAUNCHER = f"{BROWSER_DIR}/playwright-mcp"
 CHECK_SCRIPT = f"{BROWSER_DIR}/check.mjs"
 # The line's time budget: check.mjs is given it and gives up (reports FAIL) after it. Far more
 # than an idle machine needs, because the line shares its cores with the other checks, and a
-# Mac whose worker is busy with jobs is slower still: a slow browser is no open wall. A healthy
-# box's whole check still ends in under 10 s (tests/test_check.py).
-CHECK_SECONDS = 10
+# Mac whose worker is busy with jobs is slower still: a slow browser is no open wall. It is a
+# ceiling only: a healthy box's whole check still ends in under 10 s (tests/test_check.py).
+CHECK_SECONDS = 30
 # Debian's chromium-headless-shell; the /usr/bin name is a wrapper script around it.
 HEADLESS_SHELL = "/usr/lib/chromium/chromium-headless-shell"
 MCP_VERSION = "0.0.82"  # @playwright/mcp, pinned in image/package.json

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -19,7 +20,7 @@ CONFIG = json.loads((ROOT / "browser" / "config.json").read_text())
 
 def test_the_worker_is_offered_the_launcher_and_the_methods_website_work_uses():
     assert browser.LAUNCHER == "/usr/local/lib/imd-box/browser/playwright-mcp"
-    assert browser.check_command() == ["/usr/local/bin/node", "/usr/local/lib/imd-box/browser/check.mjs", "10000"]
+    assert browser.check_command() == ["/usr/local/bin/node", "/usr/local/lib/imd-box/browser/check.mjs", "30000"]
     env = browser.offer_env()
     assert env["IMD_BOX_BROWSER_MCP"] == browser.LAUNCHER
     assert env["IMD_BOX_BROWSER_TOOLS"].split() == list(browser.TOOLS)
@@ -103,6 +104,53 @@ def test_check_script_takes_its_budget_from_box():
         assert step in text
     r = subprocess.run(["node", str(ROOT / "browser" / "check.mjs")], capture_output=True, text=True, timeout=30)
     assert r.returncode == 1 and json.loads(r.stdout) == {"ok": False, "detail": "usage: check.mjs <budget ms>"}
+
+
+# An MCP server that listens and answers until `stall`, then never again: the check's own
+# code (check.mjs's check()) is given it as the launcher.
+STALLING_MCP = r"""#!/usr/bin/env node
+const http = require("node:http");
+const stall = process.env.STALL;
+const tools = [{ name: "browser_navigate" }, { name: "browser_snapshot" }];
+const server = http.createServer((req, res) => {
+  let body = "";
+  req.on("data", (c) => (body += c));
+  req.on("end", () => {
+    const msg = JSON.parse(body);
+    const step = msg.method === "tools/call" ? msg.params.name : msg.method;
+    if (step === stall) return;
+    if (msg.id === undefined) return res.writeHead(202).end();
+    const result = msg.method === "tools/list" ? { tools } : { content: [{ type: "text", text: "page" }] };
+    res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "s" });
+    res.end(JSON.stringify({ jsonrpc: "2.0", id: msg.id, result }));
+  });
+});
+server.listen(0, "127.0.0.1", () => console.error(`Listening on http://localhost:${server.address().port}`));
+"""
+
+
+def check_against_stalling_mcp(tmp_path: Path, stall: str, deadline_ms: int) -> dict:
+    launcher = tmp_path / "mcp"
+    launcher.write_text(STALLING_MCP)
+    launcher.chmod(0o755)
+    check = json.dumps(str(ROOT / "browser" / "check.mjs"))
+    args = json.dumps({"launcher": str(launcher), "deadlineMs": deadline_ms, "expect": "page"})
+    script = f"import {{ check }} from {check}; console.log(JSON.stringify(await check({args})));"
+    env = {"PATH": os.environ["PATH"], "STALL": stall}
+    r = subprocess.run(
+        ["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=30, env=env
+    )
+    return json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("stall", ["initialize", "tools/list", "browser_navigate", "browser_snapshot"])
+def test_a_check_out_of_time_names_the_step_it_waited_on(tmp_path, stall):
+    result = check_against_stalling_mcp(tmp_path, stall, 1500)
+    assert result["ok"] is False and result["detail"].startswith(f"no answer within 1.5 s, waiting for {stall}"), result
+
+
+def test_the_stalling_mcp_passes_the_check_where_it_does_not_stall(tmp_path):
+    assert check_against_stalling_mcp(tmp_path, "nothing", 5000)["ok"] is True
 
 
 @pytest.mark.parametrize(

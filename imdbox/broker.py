@@ -24,10 +24,7 @@ SHELL_ENV = {
     "NODE_EXTRA_CA_CERTS": f"{layout.BROKER_DIR}/trust.pem",
 }
 
-STATUS_COMMAND = [
-    "/usr/bin/curl", "-sS", "--fail", "--max-time", "5",
-    "--unix-socket", f"{layout.BROKER_DIR}/control.sock", "http://broker/status",
-]  # fmt: skip
+STATUS_COMMAND = [layout.BROKER_ASK, "status"]
 
 
 def line(container) -> tuple[str, bool]:

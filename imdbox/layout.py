@@ -30,6 +30,7 @@ DOOR_DIR = "/tmp/.imd-box-door"  # its socket's folder, in the box's /tmp (no ja
 BROKER_DIR = "/tmp/.imd-box-broker"
 CLAUDE_LOGIN = f"{HOME}/.claude/.credentials.json"  # the owner's, which it alone (and box shell) reads
 BROKER_PORT = 47611
+BROKER_ASK = f"{WORKER_DIR}/broker/ask"  # one request to it, on its control socket
 # The paths the box's scripts share (sourced), which tests/test_protocol_unit.py holds to these.
 PATHS = f"{WORKER_DIR}/paths"
 # The git and forge the worker runs on a job's tree (first on its PATH): each in that job's jail.

@@ -27,7 +27,6 @@ from tests.harness.boxes import as_imd
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.XDIST_GROUP)]
 
 PROXY = f"http://127.0.0.1:{layout.BROKER_PORT}"
-CONTROL = f"{layout.BROKER_DIR}/control.sock"
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +161,7 @@ def test_a_refused_refresh_fails_the_job_and_says_so(docker_client, box_image, b
     assert run.code != 0, run
     # Asked once: a refresh token refused stays refused.
     assert [r["ok"] for r in run.refreshes] == [False], run.refreshes
-    code, status = as_imd(box, f"curl -sS --unix-socket {CONTROL} http://broker/status")
+    code, status = as_imd(box, f"{layout.BROKER_ASK} status")
     assert "could not be refreshed (400 invalid_grant)" in json.loads(status)["problem"], status
 
 
@@ -175,7 +174,7 @@ def test_a_refresh_that_got_no_answer_is_asked_again_later(docker_client, box_im
     run = jobs.play(docker_client, box_image, box, steps, view=True, login=login.anthropic(tls, {"token_down": 1}))
     assert run.code == 0 and run.result(0, 0)["text"].strip() == "still-working", run
     assert [r.get("down") for r in run.refreshes] == [True], run.refreshes
-    _, status = as_imd(box, f"curl -sS --unix-socket {CONTROL} http://broker/status")
+    _, status = as_imd(box, f"{layout.BROKER_ASK} status")
     problem = json.loads(status)["problem"]
     assert "could not be refreshed (503 temporarily_unavailable): the broker asks again within a minute" in problem
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import docker.errors
 import pytest
 
-from imdbox import broker
+from imdbox import broker, layout
 from imdbox.config import Config
 
 
@@ -40,7 +40,7 @@ def status(**said) -> str:
 def test_the_status_line(out, code, line, wrong):
     box = Box(out, code)
     assert broker.line(box) == (line, wrong)
-    assert box.ran[0][-1] == "http://broker/status"
+    assert box.ran[0][-2:] == [layout.BROKER_ASK, "status"]
 
 
 def test_a_problem_is_said_and_its_text_made_safe():

@@ -66,6 +66,7 @@ def test_the_scripts_paths_are_layouts():
         "DOOR_DIR": layout.DOOR_DIR,
         "BROKER_DIR": layout.BROKER_DIR,
         "BROKER_PORT": str(layout.BROKER_PORT),
+        "BROKER_ASK": layout.BROKER_ASK,
         "LOGIN": layout.CLAUDE_LOGIN,
     }.items() <= paths.items(), paths
     # The door, in C, names the same: where it runs the launchers, and its socket.

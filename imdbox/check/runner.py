@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from .. import browser, names, protocol
 from ..layout import (
-    BROKER_DIR,
+    BROKER_ASK,
     CLAUDE_JAIL,
     CLAUDE_LOGIN,
     CLAUDE_SETTINGS,
@@ -124,6 +124,7 @@ TOOLS = {
     # The worker's view and its door (line 24), and Codex as the worker starts it.
     "view": WORKER_VIEW,
     "door": DOOR,
+    "broker_ask": BROKER_ASK,
     "codex": CODEX_JAIL,
 }
 
@@ -180,7 +181,7 @@ def probe_config(flags: RunFlags, internet_url: str, targets: Targets, only: Seq
         "browser": {"script": browser.CHECK_SCRIPT, "budget_ms": browser.CHECK_SECONDS * 1000},
         "tool_ms": TOOL_SECONDS * 1000,
         "claude_settings": CLAUDE_SETTINGS,
-        "broker": {"socket": f"{BROKER_DIR}/control.sock", "login": CLAUDE_LOGIN},
+        "broker": {"login": CLAUDE_LOGIN},
         "targets": t,
         "only": list(only),
         "from_a_jobs_jail": list(FROM_A_JOBS_JAIL),

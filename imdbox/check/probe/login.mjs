@@ -3,7 +3,6 @@
 // for the owner's token on the way to Anthropic.
 // One script with the other parts when it runs (imdbox/check/runner.py probe_source).
 import fs from "node:fs";
-import http from "node:http";
 import path from "node:path";
 import { cfg, tool, short, run, unusable } from "./base.mjs";
 import { CANARY, claudeLogin, inAJobsJail, letLoginGo, makeDirs, readRegular, secretPaths } from "./jail.mjs";
@@ -12,23 +11,15 @@ export const MADE_LOGIN = [];
 const SENTINEL = "sk-ant-oat01-imd-box-sentinel-";
 const END = "IMD-LOGIN-END";
 
-/** What the broker says of itself, on its socket (outside every jail): {mode, problem, ...}. */
-function brokerStatus() {
-  return new Promise((resolve) => {
-    const req = http.get({ socketPath: cfg.broker.socket, path: "/status", timeout: 5000 }, (res) => {
-      let body = "";
-      res.on("data", (c) => (body += c));
-      res.on("end", () => {
-        try {
-          resolve(JSON.parse(body));
-        } catch {
-          resolve({ why: `it answered ${short(body, 60)}` });
-        }
-      });
-    });
-    req.on("timeout", () => req.destroy(new Error("no answer")));
-    req.on("error", (e) => resolve({ why: e.code || e.message }));
-  });
+/** What the broker says of itself (worker/broker/ask, outside every jail): {mode, problem, ...}. */
+async function brokerStatus() {
+  const r = await run(tool("broker_ask"), ["status"]);
+  if (r.code !== 0) return { why: unusable("worker/broker/ask", r) || short(r.err, 120) || `worker/broker/ask exited ${r.code}` };
+  try {
+    return JSON.parse(r.out);
+  } catch {
+    return { why: `it answered ${short(r.out, 60)}` };
+  }
 }
 
 // In a job's jail, outside Claude's sandbox (where Claude Code runs): the login it holds, and with
@@ -82,7 +73,7 @@ async function judged() {
         (status.mode === "jail" ? " (the box was started with IMD_BOX_LOGIN=jail, the owner's choice: start it without)" : ""),
     );
   } else if (tokens.length && !held.includes(SENTINEL)) bad.push(`a job's jail holds no stand-in of ${label}: its Claude Code is logged out`);
-  if (status.why) bad.push(`the login broker does not answer at ${cfg.broker.socket} (${status.why})`);
+  if (status.why) bad.push(`the login broker does not answer (${status.why})`);
   else if (status.problem) bad.push(`the login broker: ${short(status.problem, 200)}`);
   const profile = /profile (\d+)/.exec(after || "")?.[1];
   if (kind === "real" && tokens.length && profile !== "200")

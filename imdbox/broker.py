@@ -17,11 +17,14 @@ from .terminal import safe
 # The owner's own Claude Code in `box shell` (a running box's) talks to Anthropic through the
 # broker too, trusting its CA, so that the broker alone refreshes the login: a refresh token
 # works once, and the owner's Claude Code would otherwise refresh with one the broker has used,
-# be refused, and clear the login. Its token goes on unchanged.
+# be refused, and clear the login. Its token goes on unchanged. The broker's trust.pem is the
+# box's CA bundle and its CA: Node adds it, and curl and OpenSSL take it for the bundle, so the
+# owner's curl to Anthropic works there too.
 SHELL_ENV = {
     "HTTPS_PROXY": f"http://127.0.0.1:{layout.BROKER_PORT}",
     "NO_PROXY": "localhost,127.0.0.1,::1",
     "NODE_EXTRA_CA_CERTS": f"{layout.BROKER_DIR}/trust.pem",
+    "SSL_CERT_FILE": f"{layout.BROKER_DIR}/trust.pem",
 }
 
 STATUS_COMMAND = [layout.BROKER_ASK, "status"]

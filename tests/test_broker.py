@@ -289,9 +289,10 @@ def test_the_owners_claude_in_box_shell_refreshes_through_the_broker(docker_clie
     # broker.SHELL_ENV), with the login itself, expired: its refresh is the broker's one.
     _, tls = world
     owned(box, login.owner_login(expires_in=-60))
-    rotated = f"{layout.BROKER_DIR}/trust.pem"
+    # The owner's curl in box shell, with nothing but its environment, as a copy of Claude Code
+    # that still holds the old refresh token.
     stale = (
-        f"curl -sS --max-time 10 -x {PROXY} --cacert {rotated} -H content-type:application/json "
+        "curl -sS --max-time 10 -H content-type:application/json "
         f'--data \'{{"grant_type":"refresh_token","refresh_token":"{login.REFRESH}"}}\' '
         "https://platform.claude.com/v1/oauth/token"
     )
@@ -306,7 +307,7 @@ def test_the_owners_claude_in_box_shell_refreshes_through_the_broker(docker_clie
         )
         # A copy of Claude Code that still holds the old refresh token, as a session started before
         # the rotation does: it gets the pair the broker holds, and Anthropic is not asked again.
-        _, again = as_imd(box, stale)
+        _, again = as_imd(box, stale, environment=broker.SHELL_ENV)
         said = jobs.heard(model)
     as_imd(box, "rm -rf ~/imdt-owner")
     assert code == 0 and '"subtype":"success"' in out, out

@@ -227,8 +227,10 @@ def test_start_logs_status_stop(docker_client, bx):
     assert "refused:   the Mac " in r.stdout and "(attempts since the box started)" in r.stdout, r.all
     # The login broker answers from the running box (no Claude login Claude Code wrote is there).
     assert "login:     none in the box (log in with `claude` in `box shell`)" in r.stdout, r.all
-    r = bx.run("shell", "printenv", "HTTPS_PROXY", "NODE_EXTRA_CA_CERTS")
-    assert r.stdout.split() == [f"http://127.0.0.1:{layout.BROKER_PORT}", f"{layout.BROKER_DIR}/trust.pem"], r.all
+    r = bx.run("shell", "printenv", "HTTPS_PROXY", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE")
+    assert r.stdout.split() == [f"http://127.0.0.1:{layout.BROKER_PORT}", *[f"{layout.BROKER_DIR}/trust.pem"] * 2], (
+        r.all
+    )
     r = bx.run("status", "--json")
     assert r.returncode == 0, r.all
     state = json.loads(r.stdout)

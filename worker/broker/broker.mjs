@@ -193,16 +193,18 @@ function forget(id) {
   fs.rmSync(run.file, { force: true });
 }
 
+// A login file of the owner's shape (`real`) holding sentinel tokens, which never expire.
+function sentinelLogin(real, access, refresh) {
+  return JSON.stringify({ claudeAiOauth: { ...real, accessToken: access, refreshToken: refresh, expiresAt: Date.now() + SENTINEL_MS } });
+}
+
 function mint(pid) {
   const real = login();
   const start = started(pid);
   if (!real || !start) return null;
   const id = crypto.randomBytes(8).toString("hex");
   const run = { access: token("oat"), refresh: token("ort"), pid, start, file: path.join(dir, "runs", `${id}.json`) };
-  const oauth = {
-    ...real, accessToken: run.access, refreshToken: run.refresh, expiresAt: Date.now() + SENTINEL_MS,
-  };
-  fs.writeFileSync(run.file, JSON.stringify({ claudeAiOauth: oauth }), { mode: 0o600 });
+  fs.writeFileSync(run.file, sentinelLogin(real, run.access, run.refresh), { mode: 0o600 });
   runs.set(id, run);
   return id;
 }
@@ -211,9 +213,7 @@ function mint(pid) {
 // worker sees Claude logged in, and the broker refuses it.
 function inert() {
   const real = login();
-  if (!real) return null;
-  const oauth = { ...real, accessToken: token("oat"), refreshToken: token("ort"), expiresAt: Date.now() + SENTINEL_MS };
-  return JSON.stringify({ claudeAiOauth: oauth });
+  return real ? sentinelLogin(real, token("oat"), token("ort")) : null;
 }
 
 // The launchers' side: POST /runs (pid=<the launcher's>) -> "run <id>" (its sentinel login is
@@ -247,7 +247,7 @@ function control(req, res) {
         mode, login: real ? "held" : "none", runs: runs.size, refreshes: state.refreshes, problem: state.problem,
       }));
     }
-    reply(404, "the broker takes POST /runs, DELETE /runs/<id> and GET /status");
+    reply(404, "the broker takes POST /runs, DELETE /runs/<id>, GET /view and GET /status");
   });
 }
 
@@ -265,9 +265,10 @@ function send(options, body) {
 function drain(response) {
   return new Promise((resolve) => {
     const chunks = [];
+    const done = () => resolve({ status: response.statusCode, headers: response.rawHeaders, body: Buffer.concat(chunks) });
     response.on("data", (c) => chunks.push(c));
-    response.on("end", () => resolve({ status: response.statusCode, headers: response.rawHeaders, body: Buffer.concat(chunks) }));
-    response.on("error", () => resolve({ status: response.statusCode, headers: response.rawHeaders, body: Buffer.concat(chunks) }));
+    response.on("end", done);
+    response.on("error", done);
   });
 }
 
@@ -276,8 +277,12 @@ function refuse(res, status, message) {
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) }).end(body);
 }
 
-function json(res, data) {
-  const body = JSON.stringify(data);
+// A token endpoint's answer: the pair `oauth` holds, as long as it has left.
+function granted(res, oauth) {
+  const body = JSON.stringify({
+    token_type: "Bearer", access_token: oauth.accessToken, refresh_token: oauth.refreshToken,
+    expires_in: Math.max(0, Math.floor((oauth.expiresAt - Date.now()) / 1000)), scope: (oauth.scopes ?? []).join(" "),
+  });
   res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) }).end(body);
 }
 
@@ -306,20 +311,12 @@ async function onRequest(host, req, res) {
     const given = asked?.grant_type === "refresh_token" ? asked.refresh_token : null;
     const run = given ? runOf("refresh", given) : null;
     if (run) {
-      const real = login();
-      return json(res, {
-        token_type: "Bearer", access_token: run.access, refresh_token: run.refresh,
-        expires_in: Math.floor(SENTINEL_MS / 1000), scope: (real?.scopes ?? []).join(" "),
-      });
+      return granted(res, { accessToken: run.access, refreshToken: run.refresh, expiresAt: Date.now() + SENTINEL_MS, scopes: login()?.scopes });
     }
     if (given?.startsWith?.(`sk-ant-ort01-${SENTINEL}`)) return refuse(res, 400, "this run's login has ended");
     const real = login();
     if (given && real && (given === real.refreshToken || rotated.has(given))) {
-      const next = await refresh(given === real.refreshToken);
-      return json(res, {
-        token_type: "Bearer", access_token: next.accessToken, refresh_token: next.refreshToken,
-        expires_in: Math.max(0, Math.floor((next.expiresAt - Date.now()) / 1000)), scope: (next.scopes ?? []).join(" "),
-      });
+      return granted(res, await refresh(given === real.refreshToken));
     }
   }
 

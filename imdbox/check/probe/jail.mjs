@@ -52,6 +52,10 @@ export function makeCanary(file, made, text = CANARY_TEXT) {
   made.push({ path: file, ino: fs.statSync(file).ino, text });
 }
 
+// How a sentinel login's access token starts, as the login broker mints it (worker/broker):
+// lines 24 and 25 tell the broker's stand-in from a login by it.
+export const CLAUDE_SENTINEL = "sk-ant-oat01-imd-box-sentinel-";
+
 // A Claude login's canary has a login's shape, so the login broker stands in for it in a job's
 // jail as for the owner's (worker/jail.d/login): lines 16 and 25 both may make it.
 export const LOGIN_CANARY = `${JSON.stringify({

@@ -5,10 +5,9 @@
 import fs from "node:fs";
 import path from "node:path";
 import { cfg, tool, short, run, unusable } from "./base.mjs";
-import { CANARY, claudeLogin, inAJobsJail, letLoginGo, makeDirs, readRegular, secretPaths } from "./jail.mjs";
+import { CANARY, CLAUDE_SENTINEL, claudeLogin, inAJobsJail, letLoginGo, makeDirs, readRegular, secretPaths } from "./jail.mjs";
 
 export const MADE_LOGIN = [];
-const SENTINEL = "sk-ant-oat01-imd-box-sentinel-";
 const END = "IMD-LOGIN-END";
 
 /** What the broker says of itself (worker/broker/ask, outside every jail): {mode, problem, ...}. */
@@ -72,7 +71,7 @@ async function judged() {
       `a job's jail holds ${label}` +
         (status.mode === "jail" ? " (the box was started with IMD_BOX_LOGIN=jail, the owner's choice: start it without)" : ""),
     );
-  } else if (tokens.length && !held.includes(SENTINEL)) bad.push(`a job's jail holds no stand-in of ${label}: its Claude Code is logged out`);
+  } else if (tokens.length && !held.includes(CLAUDE_SENTINEL)) bad.push(`a job's jail holds no stand-in of ${label}: its Claude Code is logged out`);
   if (status.why) bad.push(`the login broker does not answer (${status.why})`);
   else if (status.problem) bad.push(`the login broker: ${short(status.problem, 200)}`);
   const profile = /profile (\d+)/.exec(after || "")?.[1];

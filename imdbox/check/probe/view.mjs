@@ -3,16 +3,16 @@
 import fs from "node:fs";
 import path from "node:path";
 import { tool, HOME, run, short, unusable } from "./base.mjs";
-import { CANARY, makeCanary, makeDirs, secretPaths } from "./jail.mjs";
+import { CANARY, CLAUDE_SENTINEL, makeCanary, makeDirs, secretPaths } from "./jail.mjs";
 
 export const MADE_VIEW = [];
 
 // Run in the worker's view (worker/door/view), in a job's node: every program a worker could
 // start an agent CLI or a hand by (by name, the npm links and their realpath, every program of
 // the CLIs' packages, the launchers, git and forge by path) must be a stand-in that calls the
-// door; no login may be there (but the login broker's stand-in of Claude's); the door must be out of reach (its /proc, the view's user
-// namespace; its signals, Landlock); and the worker's git
-// must run in a job's jail, where the canary in the home is not.
+// door; no login may be there (but the login broker's stand-in of Claude's); the door must be
+// out of reach (its /proc, the view's user namespace; its signals, Landlock); and the worker's
+// git must run in a job's jail, where the canary in the home is not.
 const VIEW_SCRIPT = `
 door=$1 canary=$2 root=$3; shift 3
 seen=0
@@ -32,7 +32,7 @@ echo "stand-ins $seen"
 # A Claude login there is the broker's stand-in, which it refuses (line 25), or a login.
 for f in ~/.claude/.credentials.json ~/.codex/auth.json ~/.grok/user-settings.json; do
   [ -e "$f" ] || continue
-  [ "$f" = ~/.claude/.credentials.json ] && grep -q '"accessToken":"sk-ant-oat01-imd-box-sentinel-' "$f" && continue
+  [ "$f" = ~/.claude/.credentials.json ] && grep -q '"accessToken":"${CLAUDE_SENTINEL}' "$f" && continue
   echo "login $f"
 done
 d=$(pgrep -o -f "^$door serve$") || d=

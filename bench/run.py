@@ -122,6 +122,14 @@ def cost_row(label: str, jailed: Row, plain: Row, goal: float) -> Row:
     return cost
 
 
+def added_row(label: str, through: Row, without: Row, goal: float) -> Row:
+    """What `through` adds to `without` (their medians), against its goal in seconds."""
+    added = statistics.median(through.samples) - statistics.median(without.samples)
+    row = Row(label, value_text=f"{added * 1000:+.1f} ms")
+    row.met, row.note = added <= goal, f"goal ≤ +{goal * 1000:.0f} ms, medians of alternating runs"
+    return row
+
+
 def timed_runs(box, command: str, runs: int, *, view: bool = False) -> list[float]:
     """`command` run `runs` times in one shell as imd, in a job's node of the bench's (in the
     worker's view, `view`): each run's seconds. The first run that fails ends it, said."""
@@ -148,9 +156,8 @@ def requests_timed(box, count: int, brokered: bool) -> list[float]:
     url = "https://api.anthropic.com/api/oauth/profile"
     each = " ".join(f"-o /dev/null {url}" for _ in range(count))
     if brokered:
-        control = f"--unix-socket {layout.BROKER_DIR}/control.sock"
         ask = (
-            f"r=$(curl -sS --fail {control} --data pid=$$ http://broker/runs) && "
+            f"r=$({layout.BROKER_ASK} runs --data pid=$$) && "
             f'a=$(sed -E \'s/.*"accessToken":"([^"]*)".*/\\1/\' {layout.BROKER_DIR}/runs/${{r#run }}.json) && '
             f"curl -sS --fail -x http://127.0.0.1:{layout.BROKER_PORT} --cacert {layout.BROKER_DIR}/trust.pem"
         )
@@ -406,13 +413,7 @@ class Bench:
             finally:
                 box.remove(force=True)
         self.rows += [jailed, plain, cost_row("the jail's cost (jailed / no jail)", jailed, plain, GOALS["jail"]), net]
-        added = statistics.median(door.samples) - statistics.median(before.samples)
-        cost = Row("the door's cost (through it − before it)", value_text=f"{added * 1000:+.1f} ms")
-        cost.met, cost.note = (
-            added <= GOALS["door"],
-            f"goal ≤ +{GOALS['door'] * 1000:.0f} ms, medians of alternating runs",
-        )
-        self.rows += [door, before, cost]
+        self.rows += [door, before, added_row("the door's cost (through it − before it)", door, before, GOALS["door"])]
 
     def _door(self, box) -> tuple[Row, Row]:
         """A job's start through the door (the worker's git in its view: the stand-in, the door,
@@ -432,30 +433,28 @@ class Bench:
         """A request through the login broker (worker/broker) against the same request straight to
         Anthropic, with the owner's token: the test world's Anthropic (tests/harness/login.py), the
         account's profile, each batch on one connection (Claude Code keeps its own), alternating."""
-        from tests.harness import boxes, jobs, login
+        from tests.harness import jobs, login
 
         ca, tls = login.certificates()
         through = Row("a request through the login broker", note="GET /api/oauth/profile with a run's sentinel")
         straight = Row("the same request straight to Anthropic", note="the owner's token, no broker")
         log("waiting for the machine lock (a test run may hold it)")
-        with test_machine.held(), tempfile.TemporaryDirectory() as folder, boxes.volume(self.client, "broker") as home:
-            mutate = login.world(Path(folder), ca)
-            box = boxes.start_walled(
-                self.client, self.image, None, volume=home, alone_on=self.args.network, mutate=mutate
-            )
-            try:
-                jobs.seed(box, {login.LOGIN: login.owner_login()})
-                boxes.as_imd(box, boxes.in_view("true"))  # the worker's start, which starts the broker
-                with jobs.model(self.client, self.image, box, [], login=login.anthropic(tls)):
-                    for i in range(max(self.args.runs, 3)):
-                        for row, brokered in ((through, True), (straight, False)):
-                            log(f"{row.metric} {i + 1}")
-                            row.samples += requests_timed(box, 20, brokered)
-            finally:
-                box.remove(force=True)
-        added = statistics.median(through.samples) - statistics.median(straight.samples)
-        cost = Row("the login broker's cost (through it − straight)", value_text=f"{added * 1000:+.1f} ms")
-        cost.met, cost.note = added <= GOALS["broker"], f"goal ≤ +{GOALS['broker'] * 1000:.0f} ms, medians"
+        with (
+            test_machine.held(),
+            tempfile.TemporaryDirectory() as folder,
+            boxes.volume(self.client, "broker") as home,
+            login.walled(
+                self.client, self.image, None, volume=home, folder=Path(folder), ca=ca, alone_on=self.args.network
+            ) as box,
+        ):
+            jobs.seed(box, {login.LOGIN: login.owner_login()})
+            boxes.as_imd(box, boxes.in_view("true"))  # the worker's start, which starts the broker
+            with jobs.model(self.client, self.image, box, [], login=login.anthropic(tls)):
+                for i in range(max(self.args.runs, 3)):
+                    for row, brokered in ((through, True), (straight, False)):
+                        log(f"{row.metric} {i + 1}")
+                        row.samples += requests_timed(box, 20, brokered)
+        cost = added_row("the login broker's cost (through it − straight)", through, straight, GOALS["broker"])
         self.rows += [through, straight, cost]
 
     # ---------------------------------------------------------------- the worker's hands

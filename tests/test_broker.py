@@ -14,6 +14,7 @@ broker), where the same step reads the owner's login.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 
@@ -34,11 +35,17 @@ def world():
     return login.certificates()
 
 
+@contextlib.contextmanager
 def boxed(docker_client, box_image, topology, agents, tmp_path_factory, world, env=None):
+    """A box of the test world on the CLIs' volume; the owner's login a test planted (owned)
+    goes with it, as the volume is the other tests' too."""
     ca, _ = world
-    return login.walled(
-        docker_client, box_image, topology, volume=agents, folder=tmp_path_factory.mktemp("ca"), ca=ca, env=env
-    )
+    folder = tmp_path_factory.mktemp("ca")
+    with login.walled(docker_client, box_image, topology, volume=agents, folder=folder, ca=ca, env=env) as box:
+        try:
+            yield box
+        finally:
+            as_imd(box, f"rm -f {login.LOGIN}")
 
 
 def owned(box, text: str) -> None:
@@ -49,19 +56,13 @@ def owned(box, text: str) -> None:
 @pytest.fixture(scope="module")
 def box(docker_client, box_image, topology, agents, tmp_path_factory, world):
     with boxed(docker_client, box_image, topology, agents, tmp_path_factory, world) as container:
-        try:
-            yield container
-        finally:
-            as_imd(container, f"rm -f {login.LOGIN}")
+        yield container
 
 
 @pytest.fixture(scope="module")
 def twin_box(docker_client, box_image, topology, agents, tmp_path_factory, world):
-    with boxed(docker_client, box_image, topology, agents, tmp_path_factory, world, {"IMD_BOX_LOGIN": "jail"}) as c:
-        try:
-            yield c
-        finally:
-            as_imd(c, f"rm -f {login.LOGIN}")
+    with boxed(docker_client, box_image, topology, agents, tmp_path_factory, world, login.IN_THE_JAIL) as container:
+        yield container
 
 
 # What a job's jail holds where it could look: the login's file, every file of the home and /tmp,
@@ -71,14 +72,6 @@ LOOK = (
     "for p in /proc/[0-9]*; do tr '\\0' '\\n' <$p/environ; tr '\\0' ' ' <$p/cmdline; echo; done 2>/dev/null; "
     "find ~ /tmp /var/tmp -type f -readable -size -2M -print0 2>/dev/null | xargs -0 -r cat 2>/dev/null"
 )
-
-
-def in_a_jobs_jail(box, script: str) -> tuple[int, str]:
-    """`script` in the jail a Claude job gets, outside Claude's sandbox (where its own tools,
-    hooks and MCP servers run)."""
-    space = jobs.workspace()
-    run = f"mkdir -p {space} && cd {space} && exec {layout.JAIL} claude --program /bin/sh -c {shlex.quote(script)}"
-    return as_imd(box, run)
 
 
 def test_a_job_gets_done_and_its_jail_holds_a_sentinel(docker_client, box_image, box, world):
@@ -93,7 +86,7 @@ def test_a_job_gets_done_and_its_jail_holds_a_sentinel(docker_client, box_image,
     bearers = {dict(zip(r["headers"][::2], r["headers"][1::2])).get("Authorization") for r in run.requests}
     assert bearers == {f"Bearer {login.ACCESS}"}, bearers
     # The jail holds a sentinel, and the owner's tokens nowhere.
-    code, seen = in_a_jobs_jail(box, LOOK)
+    code, seen = jobs.in_jail(box, LOOK)
     assert code == 0, seen
     assert "imd-box-sentinel-" in seen and login.ACCESS not in seen and login.REFRESH not in seen, seen[:2000]
     # Nor the box's log, where the broker and the door write.
@@ -103,7 +96,7 @@ def test_a_job_gets_done_and_its_jail_holds_a_sentinel(docker_client, box_image,
 
 def test_twin_the_login_in_the_jail(twin_box):
     owned(twin_box, login.owner_login())
-    code, seen = in_a_jobs_jail(twin_box, LOOK)
+    code, seen = jobs.in_jail(twin_box, LOOK)
     assert code == 0, seen
     assert login.ACCESS in seen and login.REFRESH in seen, seen[:2000]
 
@@ -205,7 +198,7 @@ def test_a_sentinel_serves_its_own_run_alone(docker_client, box_image, box, worl
         f"{through_the_broker('https://platform.claude.com/v1/oauth/token', '$access', '-H content-type:application/json', '--data', refresh_body)}"
     )
     with jobs.model(docker_client, box_image, box, [], login=login.anthropic(tls)) as (_, model):
-        code, out = in_a_jobs_jail(box, script)
+        code, out = jobs.in_jail(box, script)
         assert code == 0, out
         sentinel = out.split("access=", 1)[1].split()[0]
         # The run has ended: its sentinel is refused, and never reaches Anthropic.
@@ -242,7 +235,7 @@ def test_a_command_in_claudes_sandbox_cannot_use_it(docker_client, box_image, bo
     # Control: the same command in the jail, outside Claude's sandbox, where Claude Code itself
     # runs: it reads the run's sentinel, and the broker serves it.
     with jobs.model(docker_client, box_image, box, [], login=login.anthropic(tls)):
-        code, out = in_a_jobs_jail(box, command)
+        code, out = jobs.in_jail(box, command)
     text = run.result(0, 0)["text"]
     assert "No such file" in text and "imd-box-sentinel" not in text, run
     assert text.strip().endswith("status=401"), run
@@ -261,7 +254,7 @@ def test_the_broker_forwards_every_byte_but_the_token(docker_client, box_image, 
     send = f"curl -sS --max-time 10 --http1.1 {headers} --data-binary {shlex.quote(body)} -o /dev/null -w ' status=%{{http_code}}'"
     script = f'eval $({SENTINEL_OF_THE_JAIL}); {send} -x {PROXY} -H "Authorization: Bearer $access" {url}; echo'
     with jobs.model(docker_client, box_image, box, [], login=login.anthropic(tls)) as (_, model):
-        brokered = in_a_jobs_jail(box, script)
+        brokered = jobs.in_jail(box, script)
         # The same request straight to Anthropic, from the box, with the owner's token.
         direct = as_imd(box, f"{send} -H 'Authorization: Bearer {login.ACCESS}' {url}; echo")
         said = jobs.heard(model)
@@ -297,19 +290,22 @@ def test_the_owners_claude_in_box_shell_refreshes_through_the_broker(docker_clie
         "https://platform.claude.com/v1/oauth/token"
     )
     assert as_imd(box, jobs.boxes.in_view("true"))[0] == 0  # the worker's start, which starts the broker
-    with jobs.model(docker_client, box_image, box, [], login=login.anthropic(tls)) as (_, model):
-        code, out = as_imd(
-            box,
-            "mkdir -p ~/imdt-owner && cd ~/imdt-owner && claude -p 'hello' --output-format stream-json --verbose "
-            "</dev/null 2>&1 | tail -n 1",
-            timeout=120,
-            environment={**broker.SHELL_ENV, **jobs.WORKER_ENV, **jobs.OFFLINE},
-        )
-        # A copy of Claude Code that still holds the old refresh token, as a session started before
-        # the rotation does: it gets the pair the broker holds, and Anthropic is not asked again.
-        _, again = as_imd(box, stale, environment=broker.SHELL_ENV)
-        said = jobs.heard(model)
-    as_imd(box, "rm -rf ~/imdt-owner")
+    try:
+        with jobs.model(docker_client, box_image, box, [], login=login.anthropic(tls)) as (_, model):
+            code, out = as_imd(
+                box,
+                "mkdir -p ~/imdt-owner && cd ~/imdt-owner && claude -p 'hello' --output-format stream-json --verbose "
+                "</dev/null 2>&1 | tail -n 1",
+                timeout=120,
+                environment={**broker.SHELL_ENV, **jobs.WORKER_ENV, **jobs.OFFLINE},
+            )
+            # A copy of Claude Code that still holds the old refresh token, as a session started
+            # before the rotation does: it gets the pair the broker holds, and Anthropic is not
+            # asked again.
+            _, again = as_imd(box, stale, environment=broker.SHELL_ENV)
+            said = jobs.heard(model)
+    finally:
+        as_imd(box, "rm -rf ~/imdt-owner")
     assert code == 0 and '"subtype":"success"' in out, out
     assert [r["ok"] for r in said["refresh"]] == [True], said["refresh"]
     assert json.loads(again)["refresh_token"] == "sk-ant-ort01-imdt-refresh-1", again

@@ -727,7 +727,7 @@ def test_13_a_refusal_that_fails_while_the_url_is_out_of_reach_is_a_fail(check, 
     # nowhere: the line is a FAIL, not "not proved"; the internet line alone is not proved.
     script, _, says, _ = OPENED["13_another_dns_server"]
     targets = dataclasses.replace(TEST_TARGETS, dns_name=None)
-    url = "http://imdt-nowhere.invalid/health"
+    url, _ = URL_OUT_OF_REACH["a_name_that_does_not_resolve"]
     report = check(
         patch=after_firewall(script), internet_url=url, targets=targets, network=True, mutate=answers_at_once
     )
@@ -900,10 +900,7 @@ def test_24_a_door_that_runs_the_program_unjailed(check, has_browser):
 
 def test_25_the_login_in_the_jail_by_the_owners_choice(check, has_browser):
     # IMD_BOX_LOGIN=jail, as before the broker: the jail holds the login itself, and says whose choice.
-    def in_the_jail(kw):
-        kw["environment"]["IMD_BOX_LOGIN"] = "jail"
-
-    report = check(mutate=in_the_jail, read_jail=True)
+    report = check(mutate=login.in_the_jail, read_jail=True)
     expect_failed(report, {"login_broker"}, has_browser)
     detail = report.by_id("login_broker").detail
     assert "a job's jail holds a Claude login (canary) (the box was started with IMD_BOX_LOGIN=jail" in detail, detail
@@ -911,13 +908,11 @@ def test_25_the_login_in_the_jail_by_the_owners_choice(check, has_browser):
 
 def test_25_a_jail_that_binds_the_login(check, has_browser):
     # A login room that binds the owner's login into the jail, as the home room did before the broker.
-    bound = script_with(
-        "worker/jail.d/login",
-        f"{layout.JAIL_ROOMS}/login",
+    bound = jail_with(
         (
             '  [ "$runtime" = claude ] && [ -e "$LOGIN" ] || return 0\n',
             '  [ "$runtime" = claude ] && [ -e "$LOGIN" ] || return 0\n  jail+=(--bind "$LOGIN" "$LOGIN") && return 0\n',
-        ),
+        )
     )
     report = check(patch=bound, read_jail=True)
     expect_failed(report, {"login_broker"}, has_browser)

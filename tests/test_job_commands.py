@@ -16,7 +16,7 @@ import pytest
 
 from imdbox import layout
 from imdbox.check.runner import CLAUDE_SETTINGS, TOOLS
-from tests.harness import boxes, hands, projects
+from tests.harness import boxes, hands, jobs, projects
 from tests.harness.boxes import as_imd
 from tests.harness.jobs import WORK_ROOT
 from tests.test_check import jail_with, patched_image
@@ -177,11 +177,8 @@ def test_a_typescript_tool_is_built_and_tested_by_its_own_scripts_in_a_jobs_jail
     projects.write(box, node, files)
     # From the owner's cache alone, and no audit: the test asks the registry nothing.
     steps = "export npm_config_offline=true npm_config_audit=false && " + " && ".join(projects.TS_STEPS)
-    code, out = as_imd(
-        box,
-        f"cp {ts_lock} {node} && cd {node} && {layout.JAIL} claude --program /bin/bash -c {shlex.quote(steps)} 2>&1",
-        timeout=300,
-    )
+    assert as_imd(box, f"cp {ts_lock} {node}")[0] == 0
+    code, out = jobs.in_jail(box, steps, node=node, timeout=300)
     if variant == "as-it-is":
         assert code == 0 and "ℹ pass 2" in out and "ℹ fail 0" in out, out
     else:
@@ -219,19 +216,15 @@ POISON_SOLC = 'for f in ~/.svm/*/solc-*; do rm -f "$f" && printf \'#!/bin/sh\\nc
 def test_a_job_that_replaces_the_boxs_compiler_leaves_the_next_jobs_forge_its_own(
     docker_client, box_image, box, compilers, variant
 ):
-    with contextlib.ExitStack() as stack:
-        there = box
-        if variant != "as-it-is":
-            there = stack.enter_context(owners_box(docker_client, box_image, CACHES_BOUND))
+    with variant_box(docker_client, box_image, box, variant, CACHES_BOUND) as there:
+        if there is not box:  # the twin's box has no compiler yet
             hands.install_solc(there)
         code, out = job(there, POISON_SOLC)
         assert code == 0 and "poisoned" in out, out
         node = f"{WORK_ROOT}/{uuid.uuid4()}/node"
         projects.write(there, node, projects.FOUNDRY_PROJECT)
         steps = " && ".join(projects.FORGE_STEPS)
-        code, out = as_imd(
-            there, f"cd {node} && {layout.JAIL} claude --program /bin/bash -c {shlex.quote(steps)} 2>&1", timeout=300
-        )
+        code, out = jobs.in_jail(there, steps, node=node, timeout=300)
     if variant == "as-it-is":
         assert code == 0 and all(passed in out for passed in projects.FORGE_PASSED), out
     else:  # forge read the poisoned compiler's answer as its output

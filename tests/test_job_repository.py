@@ -24,6 +24,7 @@ from tests.harness import agents as agents_mod
 from tests.harness import boxes, jobs
 from tests.harness.boxes import as_imd
 from tests.harness.jobs import HOME, SECRETS
+from tests.harness.login import in_the_jail
 from tests.test_agent_clis import UNDEFENDED_LAUNCHER
 from tests.test_check import patched_image
 
@@ -163,13 +164,10 @@ def sides(docker_client, box_image, topology, agents):
     on the installed CLIs' volume. The twin holds the login in the job's jail (IMD_BOX_LOGIN=jail),
     as every jail did before the login broker: what a repository's settings run there reads it."""
 
-    def login_in_the_jail(kwargs: dict) -> None:
-        kwargs["environment"]["IMD_BOX_LOGIN"] = "jail"
-
     with patched_image(docker_client, box_image, UNDEFENDED_LAUNCHER) as twin_image:
         made = {}
         try:
-            for side, image, mutate in (("defended", box_image, None), ("twin", twin_image, login_in_the_jail)):
+            for side, image, mutate in (("defended", box_image, None), ("twin", twin_image, in_the_jail)):
                 made[side] = (image, boxes.start_walled(docker_client, image, topology, volume=agents, mutate=mutate))
             yield made
         finally:

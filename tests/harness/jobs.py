@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from imdbox.layout import BROWSER_DIR, HANDS_DIR
+from imdbox.layout import BROWSER_DIR, HANDS_DIR, JAIL
 from tests.harness import boxes
 from tests.harness.topology import NO_HEALTHCHECK
 
@@ -98,6 +98,14 @@ def seed(container, files: dict[str, str]) -> None:
 
 def workspace(job: Optional[str] = None, node: Optional[str] = None) -> str:
     return f"{WORK_ROOT}/{job or uuid.uuid4()}/{node or uuid.uuid4()}"
+
+
+def in_jail(box, script: str, node: Optional[str] = None, timeout: int = 60) -> tuple[int, str]:
+    """`script` (bash) as a job's own command, in `node` (a new one by default): in the jail a
+    Claude job gets, outside Claude's sandbox, where its tools, hooks and MCP servers run."""
+    node = node or workspace()
+    jailed = f"{JAIL} claude --program /bin/bash -c {shlex.quote(script)}"
+    return boxes.as_imd(box, f"mkdir -p {node} && cd {node} && {jailed}", timeout)
 
 
 def project(cwd: str) -> str:

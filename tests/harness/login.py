@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from imdbox.config import LOGIN_ENV
 from tests.harness import boxes, jobs
 from tests.harness.image import CA_FILE
 from tests.harness.jobs import HOME
@@ -32,6 +33,14 @@ LOGIN = f"{HOME}/.claude/.credentials.json"
 ACCESS = "sk-ant-oat01-imdt-owner-access-0"
 REFRESH = "sk-ant-ort01-imdt-owner-refresh-0"
 BUNDLE = "/etc/ssl/certs/ca-certificates.crt"  # the box's CA bundle (the image's NODE_EXTRA_CA_CERTS)
+# A box's environment when its owner keeps the login in each Claude job's jail, as every jail
+# held it before the broker: the twin of the broker's walls.
+IN_THE_JAIL = {LOGIN_ENV: "jail"}
+
+
+def in_the_jail(kwargs: dict) -> None:
+    """A box's `mutate` (boxes.create_walled, run_check): the owner's choice of IN_THE_JAIL."""
+    kwargs["environment"] = {**(kwargs.get("environment") or {}), **IN_THE_JAIL}
 
 
 def _name(text: str) -> x509.Name:
@@ -118,9 +127,12 @@ def world(folder: Path, ca: str, env: Optional[dict] = None, address: str = "127
 
 
 @contextlib.contextmanager
-def walled(client, image: str, topo, *, volume: str, folder: Path, ca: str, env: Optional[dict] = None) -> Iterator:
-    """A walled box in the test topology whose Anthropic is the test world's (world)."""
-    box = boxes.start_walled(client, image, topo, volume=volume, mutate=world(folder, ca, env))
+def walled(
+    client, image: str, topo, *, volume: str, folder: Path, ca: str, env: Optional[dict] = None, **where
+) -> Iterator:
+    """A walled box in the test topology whose Anthropic is the test world's (world); `where`:
+    boxes.start_walled's own (alone_on)."""
+    box = boxes.start_walled(client, image, topo, volume=volume, mutate=world(folder, ca, env), **where)
     try:
         yield box
     finally:

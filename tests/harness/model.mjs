@@ -28,10 +28,9 @@
 // platform.claude.com, which the test box's hosts file gives this loopback), with TLS from a
 // test CA and a subscription login, as Claude Code's login uses them:
 //   {"tls": {"key", "cert"}, "access": "<the valid access token>", "refresh": "<its refresh token>",
-//    "faults": {"expired": n, "invalid_grant": true, "rate_limited": n, "token_down": n}}
+//    "faults": {"expired": n, "invalid_grant": true, "token_down": n}}
 // - POST /v1/messages wants `Authorization: Bearer <access>`: else 401 (authentication_error).
 //   "expired": n: the first n requests get 401 even so, as a token that expired early would.
-//   "rate_limited": n: the first n get 429 (rate_limit_error).
 // - POST /v1/oauth/token (grant_type refresh_token) rotates: a new access and refresh token
 //   each time, and a refresh token used once is refused (400 invalid_grant) ever after;
 //   "invalid_grant": true refuses every refresh; "token_down": n answers the first n 503.
@@ -130,7 +129,7 @@ function stream(res, msg) {
 }
 
 const login = process.env.MODEL_LOGIN ? JSON.parse(process.env.MODEL_LOGIN) : null;
-const faults = { expired: 0, invalid_grant: false, rate_limited: 0, token_down: 0, ...(login?.faults ?? {}) };
+const faults = { expired: 0, invalid_grant: false, token_down: 0, ...(login?.faults ?? {}) };
 const usedUp = new Set();
 let issued = 0;
 
@@ -172,7 +171,6 @@ function loggedIn(req, res, path, raw) {
   const refused = (status, type) => answer(res, status, { type: "error", error: { type, message: type } });
   if (req.headers.authorization !== `Bearer ${login.access}`) return refused(401, "authentication_error"), true;
   if (path === "/v1/messages" && faults.expired > 0) return (faults.expired -= 1), refused(401, "authentication_error"), true;
-  if (path === "/v1/messages" && faults.rate_limited > 0) return (faults.rate_limited -= 1), refused(429, "rate_limit_error"), true;
   if (req.method === "GET" && path === "/api/oauth/profile") {
     return answer(res, 200, { account: { uuid: "imdt-account", email_address: "owner@imdt.invalid" } }), true;
   }

@@ -29,10 +29,18 @@ DOOR_DIR = "/tmp/.imd-box-door"  # its socket's folder, in the box's /tmp (no ja
 # trust), outside every jail and the worker's view, and the port of its proxy in the box.
 BROKER_DIR = "/tmp/.imd-box-broker"
 CLAUDE_LOGIN = f"{HOME}/.claude/.credentials.json"  # the owner's, which it alone (and box shell) reads
-BROKER_PORT = 47611
+BROKER_PORT = 47611  # its CONNECT proxy, for box shell
+BROKER_TLS_PORT = 47612  # TLS for Anthropic's login hosts, forwarded into a Claude job's network as 443
 BROKER_ASK = f"{WORKER_DIR}/broker/ask"  # one request to it, on its control socket
+BROKER = f"{WORKER_DIR}/broker/broker.mjs"
+BROKER_START = f"{WORKER_DIR}/broker/start"  # it running, started once per box
+# The box's own environment, which every program of the box outside the worker's view runs with.
+OWN_ENV = f"{WORKER_DIR}/own.env"
 # The paths the box's scripts share (sourced), which tests/test_protocol_unit.py holds to these.
 PATHS = f"{WORKER_DIR}/paths"
+# `box shell`'s own commands, first on its PATH: the agent CLIs (each the real one from its
+# package, never the worker's npm link) and the worker's `imd` (in its view).
+OWNER_BIN = f"{WORKER_DIR}/owner"
 # The git and forge the worker runs on a job's tree (first on its PATH): each in that job's jail.
 HANDS_DIR = f"{WORKER_DIR}/hands"
 # Their seccomp filter (seccomp/hands.py): nothing they run makes a link.

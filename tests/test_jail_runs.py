@@ -52,8 +52,8 @@ def test_a_run_whose_launcher_was_killed_is_cleared_before_the_workers_git(box, 
 
 # The network room's loop over /etc/hosts once overwrote the name the jail's one line says
 # ("imd-box: ip6-allnodes was not started"): the twin puts that loop back.
-OLD_LOOP = ('for alias in "${names[@]}"; do [ "$alias" = localhost ] || line+=" $alias"; done',
-            'for name in "${names[@]}"; do [ "$name" = localhost ] || line+=" $name"; done')  # fmt: skip
+OLD_LOOP = ('      for alias in "${names[@]}"; do\n        [[ "$taken" == *" $alias "* || ("$addr" == *:* && "$alias" == localhost) ]] || line+=" $alias" kept=1\n',
+            '      for name in "${names[@]}"; do\n        [[ "$taken" == *" $name "* || ("$addr" == *:* && "$name" == localhost) ]] || line+=" $name" kept=1\n')  # fmt: skip
 NO_PASTA = {"/usr/bin/pasta": (b"#!/bin/sh\necho 'imdt: no network today' >&2\nexit 1\n", 0o755)}
 
 

@@ -21,7 +21,7 @@ import pytest
 from imdbox.browser import TOOLS as BROWSER_TOOLS
 from imdbox.layout import CLAUDE_JAIL, CODEX_JAIL
 from tests.harness import agents as agents_mod
-from tests.harness import boxes, jobs
+from tests.harness import boxes, jobs, login
 from tests.harness.boxes import as_imd
 from tests.harness.jobs import HOME, SECRETS, WORK_ROOT
 from tests.test_agent_clis import managed_with
@@ -35,8 +35,11 @@ OWNER_SETTINGS = f"{HOME}/.claude/settings.json"
 
 
 @pytest.fixture(scope="module")
-def box(docker_client, box_image, topology, agents):
-    container = boxes.start_walled(docker_client, box_image, topology, volume=agents)
+def box(docker_client, box_image, topology, agents, tmp_path_factory):
+    # The box trusts the internet listener's own certificate, as the real box trusts the web's
+    # (a research job's WebFetch takes https alone).
+    trusted = login.bundled(tmp_path_factory.mktemp("ca"), topology.tls_cert("internet"))
+    container = boxes.start_walled(docker_client, box_image, topology, volume=agents, mutate=trusted)
     try:
         yield container
     finally:
@@ -211,23 +214,14 @@ def test_two_jobs_side_by_side_read_neither_the_others_work_nor_its_transcript(d
 
 
 def test_a_research_job_fetches_the_internet_and_sees_no_workspace(docker_client, box_image, box, topology, marks):
-    # WebFetch takes https only: Claude Code trusts the listener's own certificate, from a
-    # file where its jail can read it (the CLIs' folder).
-    ca = f"{HOME}/.npm-global/imdt-internet.pem"
-    code, out = as_imd(box, f"printf %s {shlex.quote(topology.tls_cert('internet'))} > {ca}")
-    assert code == 0, out
+    # WebFetch takes https only: the box trusts the listener's own certificate (box).
     # A research task runs in ~/.identitymd/work itself, where every job's workspace is.
     steps = [
         [jobs.tool("WebFetch", url=topology.url("internet", scheme="https"), prompt="What does the page say?")],
         [jobs.tool("Glob", pattern="**/*", path=WORK_ROOT)],
         [jobs.tool("Grep", pattern="imdt-", path=".", output_mode="content")],
     ]
-    try:
-        run = jobs.play(
-            docker_client, box_image, box, steps, profile="research", cwd=WORK_ROOT, env={"NODE_EXTRA_CA_CERTS": ca}
-        )
-    finally:
-        as_imd(box, f"rm -f {ca}")
+    run = jobs.play(docker_client, box_image, box, steps, profile="research", cwd=WORK_ROOT)
     assert run.code == 0 and run.final["subtype"] == "success", str(run)
     assert "imd-test-listener:internet" in run.result(0)["text"], str(run)
     assert "No files found" in run.result(1)["text"], str(run)

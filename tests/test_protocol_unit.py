@@ -21,11 +21,8 @@ SHARED = [
     ("the worker's help", protocol.HELP_LINE, ["worker/install.sh"]),
     ("its exit code", protocol.HELP_EXIT, ["worker/install.sh"]),
     ("the privilege drop", layout.AS_IMD, ["entrypoint.sh"]),
-    ("Claude Code's launcher", layout.CLAUDE_JAIL, ["worker/as-imd"]),
-    ("Codex's launcher", layout.CODEX_JAIL, ["worker/as-imd"]),
-    ("the jobs' jail", layout.JAIL, ["worker/codex"]),
     ("the worker's view", layout.WORKER_VIEW, ["Dockerfile"]),
-    ("the door", layout.DOOR, ["Dockerfile", "worker/healthy"]),
+    ("the door", layout.DOOR, ["Dockerfile"]),
     ("the sandbox's bubblewrap", layout.SANDBOX_BWRAP, ["image/claude-code/managed-settings.json"]),
     ("the browser's compile cache", layout.NODE_COMPILE_CACHE, ["browser/playwright-mcp", "Dockerfile"]),
     ("Claude Code's managed settings", layout.CLAUDE_SETTINGS, ["Dockerfile"]),
@@ -66,7 +63,11 @@ def test_the_scripts_paths_are_layouts():
         "DOOR_DIR": layout.DOOR_DIR,
         "BROKER_DIR": layout.BROKER_DIR,
         "BROKER_PORT": str(layout.BROKER_PORT),
+        "BROKER_TLS_PORT": str(layout.BROKER_TLS_PORT),
         "BROKER_ASK": layout.BROKER_ASK,
+        "BROKER": layout.BROKER,
+        "BROKER_START": layout.BROKER_START,
+        "VIEW": layout.WORKER_VIEW,
         "LOGIN": layout.CLAUDE_LOGIN,
     }.items() <= paths.items(), paths
     # The door, in C, names the same: where it runs the launchers, and its socket.
@@ -74,5 +75,12 @@ def test_the_scripts_paths_are_layouts():
     assert f'#define WORKER_DIR "{layout.WORKER_DIR}"' in door
     assert f'#define SOCKET_PATH "{layout.DOOR_DIR}/door.sock"' in door
     # Each script that names them sources the file, by its one path.
-    for script in ("worker/jail", "worker/claude", "worker/door/view"):
+    for script in (
+        "worker/jail",
+        "worker/claude",
+        "worker/door/view",
+        "worker/healthy",
+        "worker/broker/start",
+        "worker/broker/ask",
+    ):
         assert f". {layout.PATHS}\n" in (ROOT / script).read_text(), script

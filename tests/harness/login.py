@@ -108,19 +108,29 @@ def named(address: str) -> Callable[[dict], None]:
     return mutate
 
 
-def world(folder: Path, ca: str, env: Optional[dict] = None, address: str = "127.0.0.1") -> Callable[[dict], None]:
-    """A box's `mutate` (boxes.create_walled, run_check) that makes the test world's Anthropic
-    the real one: its names at `address` (the box's loopback, where jobs.model's container
-    listens; or a container of its own on a test network: elsewhere), and the box's CA bundle
-    this machine's, as the image holds it, and the test CA (a file in `folder`). `env`: the
-    box's own environment (the owner's choice of IMD_BOX_LOGIN)."""
+def bundled(folder: Path, ca: str) -> Callable[[dict], None]:
+    """A box's `mutate` that makes its CA bundle this machine's, as the image holds it, and the
+    test CA `ca` (a file in `folder`): every tool of the box, and of its jobs, trusts it."""
     bundle = folder / "ca-certificates.crt"
     bundle.write_text(trusting(ca))
     bundle.chmod(0o644)
 
     def mutate(kwargs: dict) -> None:
-        named(address)(kwargs)
         kwargs["volumes"] = {**(kwargs.get("volumes") or {}), str(bundle): {"bind": BUNDLE, "mode": "ro"}}
+
+    return mutate
+
+
+def world(folder: Path, ca: str, env: Optional[dict] = None, address: str = "127.0.0.1") -> Callable[[dict], None]:
+    """A box's `mutate` (boxes.create_walled, run_check) that makes the test world's Anthropic
+    the real one: its names at `address` (the box's loopback, where jobs.model's container
+    listens; or a container of its own on a test network: elsewhere), and the test CA in the
+    box's bundle (bundled). `env`: the box's own environment (the owner's choice of IMD_BOX_LOGIN)."""
+    trusted = bundled(folder, ca)
+
+    def mutate(kwargs: dict) -> None:
+        named(address)(kwargs)
+        trusted(kwargs)
         kwargs["environment"] = {**(kwargs.get("environment") or {}), **(env or {})}
 
     return mutate

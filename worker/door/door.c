@@ -20,10 +20,14 @@
  *   door landlock COMMAND ARGS...    COMMAND in a Landlock domain of its own: no process
  *                                    outside it (the door, a job's jail) can be traced,
  *                                    read through /proc/<pid>, or signalled from inside
+ *   door landlock-abi                the kernel's Landlock ABI (0: none), for box check
  *
  * Everything the client sends is the worker's, so the door trusts none of it: the
- * runtime is one of four, the launcher's PATH is the image's, and the environment
- * loses what would run code in the launcher's bash or the loader (DROPPED).
+ * runtime is one of five, and the launcher runs with the box's own environment
+ * (worker/own.env, read once when the door starts), never the caller's. The caller's
+ * environment reaches the launcher as data on fd 3 (a memfd of NUL-ended entries), and
+ * its environment room decides what of it a job gets. A caller that sends nothing within
+ * REQUEST_MS is let go.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -48,12 +52,16 @@
 
 #define SOCKET_PATH "/tmp/.imd-box-door/door.sock"
 #define WORKER_DIR "/usr/local/lib/imd-box/worker"
-/* The launcher's own PATH: the image's system folders, none of the volume's. */
-#define SYSTEM_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define MAGIC "imd-door 1"
 #define MAX_REQUEST (4 << 20)
+#define OWN_ENV WORKER_DIR "/own.env"
 #define GRACE_MS 1000
+#define REQUEST_MS 5000
 #define NOT_STARTED 70
+/* Calls under way at once, at most: a caller that floods the door waits its turn, and the
+ * box's pids stay for the jobs (runflags.PIDS_LIMIT). */
+#define MAX_CALLS 256
+#define GIVEN_FD 3
 
 /* Landlock's ABI (linux/landlock.h), written out so that the build's kernel headers
  * need not know scopes (ABI 6). */
@@ -78,14 +86,8 @@ static const struct runtime RUNTIMES[] = {
     {"forge", WORKER_DIR "/jail", "forge"},
 };
 
-/* What of the worker's environment would run code in the launcher (bash) or in the
- * programs it runs outside the jail (bwrap, pasta, find): prefixes, and whole names. */
-static const char *const DROPPED_PREFIXES[] = {"BASH_FUNC_", "LD_", "MALLOC_", NULL};
-static const char *const DROPPED[] = {
-    "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "IFS", "CDPATH", "GLOBIGNORE",
-    "BASH_XTRACEFD", "PROMPT_COMMAND", "BASH_COMPAT", "INPUTRC", "GCONV_PATH", "GLIBC_TUNABLES",
-    "LOCPATH", "NLSPATH", "HOSTALIASES", "RES_OPTIONS", "LOCALDOMAIN", "IMD_BOX_JOB_PATH", NULL,
-};
+/* The launchers' environment, the box's own (OWN_ENV), NULL-ended. */
+static char **own_env;
 
 static void say(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(const char *what, const char *fmt, ...) {
@@ -143,6 +145,7 @@ static int connect_door(void) {
 
 static int call(const char *runtime, int argc, char **argv) {
     char *name = strndup(runtime, 16);
+    if (!name) return NOT_STARTED;
     for (char *c = name; *c; c++)
         if ((*c < 'a' || *c > 'z') && *c != '-') *c = '?';
     /* A caller with a closed stdio descriptor gets /dev/null there: the door hands the
@@ -156,6 +159,11 @@ static int call(const char *runtime, int argc, char **argv) {
     int signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
     for (size_t i = 0; i < sizeof signals / sizeof *signals; i++) sigaddset(&passed, signals[i]);
     sigprocmask(SIG_BLOCK, &passed, NULL);
+    int sfd = signalfd(-1, &passed, SFD_CLOEXEC);
+    if (sfd < 0) {
+        say(name, "no signalfd (%s)", strerror(errno));
+        return NOT_STARTED;
+    }
 
     int s = connect_door();
     if (s < 0) {
@@ -198,7 +206,6 @@ static int call(const char *runtime, int argc, char **argv) {
      * every process of the box can read: they live on only in the door's launcher. */
     for (int i = 0; i < argc; i++) memset(argv[i], 0, strlen(argv[i]));
 
-    int sfd = signalfd(-1, &passed, SFD_CLOEXEC);
     char reply[64];
     size_t got = 0;
     for (;;) {
@@ -255,21 +262,63 @@ static int read_exact(int fd, void *buf, size_t n) {
     return 0;
 }
 
-static int dropped(const char *entry) {
-    for (const char *const *p = DROPPED_PREFIXES; *p; p++)
-        if (strncmp(entry, *p, strlen(*p)) == 0) return 1;
-    const char *eq = strchr(entry, '=');
-    if (!eq) return 1;
-    size_t n = (size_t)(eq - entry);
-    for (const char *const *d = DROPPED; *d; d++)
-        if (strlen(*d) == n && strncmp(entry, *d, n) == 0) return 1;
-    return 0;
-}
-
 static long ms_now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* The box's own environment, from OWN_ENV: NAME=VALUE lines, # comments. */
+static char **read_own_env(void) {
+    FILE *f = fopen(OWN_ENV, "re");
+    if (!f) return NULL;
+    size_t n = 0, cap = 16;
+    char **env = calloc(cap, sizeof *env);
+    char *line = NULL;
+    size_t size = 0;
+    ssize_t got;
+    while (env && (got = getline(&line, &size, f)) >= 0) {
+        if (got > 0 && line[got - 1] == '\n') line[--got] = 0;
+        if (got == 0 || line[0] == '#') continue;
+        if (!strchr(line, '=') || line[0] == '=') {
+            free(env);
+            env = NULL;
+            errno = EINVAL;
+            break;
+        }
+        if (n + 2 > cap) {
+            char **more = realloc(env, (cap *= 2) * sizeof *env);
+            if (!more) free(env);
+            env = more;
+            if (!env) break;
+        }
+        if (!(env[n++] = strdup(line))) {
+            free(env);
+            env = NULL;
+            break;
+        }
+        env[n] = NULL;
+    }
+    free(line);
+    fclose(f);
+    return env;
+}
+
+/* The caller's environment, as data for the launcher: the entries as they came, each ended
+ * by a NUL, in a memfd it reads from the start (as /dev/fd/3). */
+static int given(const char *entries, size_t len) {
+    int fd = (int)syscall(SYS_memfd_create, "imd-box-given", 0);
+    if (fd < 0) return -1;
+    if (write_all(fd, entries, len) < 0 || lseek(fd, 0, SEEK_SET) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void set_timeout(int fd, long ms) {
+    struct timeval t = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof t);
 }
 
 /* One call, in a process of its own: read it, start its launcher, wait. */
@@ -279,6 +328,8 @@ static void handle(int conn) {
     char control[CMSG_SPACE(sizeof fds)] = {0};
     struct iovec iov = {.iov_base = &len, .iov_len = sizeof len};
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
+    /* A caller that sends nothing (or not all of it) in time is let go. */
+    set_timeout(conn, REQUEST_MS);
     if (recvmsg(conn, &msg, MSG_CMSG_CLOEXEC) != sizeof len) _exit(0);
     struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
     if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof fds)) _exit(0);
@@ -286,7 +337,9 @@ static void handle(int conn) {
     if (len == 0 || len > MAX_REQUEST) _exit(0);
     char *data = malloc(len);
     if (!data || read_exact(conn, data, len) < 0 || data[len - 1] != 0) _exit(0);
-    dup2(fds[2], STDERR_FILENO); /* the caller's: where a refusal is said */
+    set_timeout(conn, 0);
+    /* The caller's: where a refusal is said. */
+    if (dup2(fds[2], STDERR_FILENO) < 0) _exit(0);
 
     /* The fields, each ended by a NUL: magic, runtime, cwd, argc, args, then the env. */
     char *fields[4];
@@ -305,6 +358,10 @@ static void handle(int conn) {
     long argc = strtol(fields[3], NULL, 10);
     if (argc < 0 || argc > 100000) _exit(0);
     char **argv = calloc((size_t)argc + 3, sizeof *argv);
+    if (!argv) {
+        say(rt->name, "the door is out of memory");
+        _exit(NOT_STARTED);
+    }
     int a = 0;
     argv[a++] = (char *)rt->launcher;
     if (rt->first) argv[a++] = (char *)rt->first;
@@ -320,25 +377,12 @@ static void handle(int conn) {
         say(rt->name, "the door runs %s itself, never --program", rt->name);
         _exit(NOT_STARTED);
     }
-    size_t envs = 0;
-    for (char *q = p; q < end; q += strlen(q) + 1) envs++;
-    char **envp = calloc(envs + 3, sizeof *envp);
-    size_t e = 0;
-    const char *job_path = NULL;
-    for (; p < end; p += strlen(p) + 1) {
-        if (strncmp(p, "PATH=", 5) == 0) {
-            job_path = p + 5;
-            continue;
-        }
-        if (!dropped(p)) envp[e++] = p;
+    /* What is left is the caller's environment: the launcher's data, never its own. */
+    int env_fd = given(p, (size_t)(end - p));
+    if (env_fd < 0) {
+        say(rt->name, "the door could not hand over its environment (%s)", strerror(errno));
+        _exit(NOT_STARTED);
     }
-    envp[e++] = "PATH=" SYSTEM_PATH;
-    if (job_path) {
-        char *jp = malloc(strlen(job_path) + 32);
-        sprintf(jp, "IMD_BOX_JOB_PATH=%s", job_path);
-        envp[e++] = jp;
-    }
-    envp[e] = NULL;
 
     pid_t handler = getpid();
     pid_t child = fork();
@@ -357,16 +401,18 @@ static void handle(int conn) {
         signal(SIGPIPE, SIG_DFL);
         signal(SIGCHLD, SIG_DFL);
         signal(SIGHUP, SIG_DFL);
-        if (dup2(fds[0], 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[2], 2) < 0) _exit(NOT_STARTED);
+        if (dup2(fds[0], 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[2], 2) < 0 || dup2(env_fd, GIVEN_FD) < 0)
+            _exit(NOT_STARTED);
         if (chdir(fields[2]) < 0) {
             say(rt->name, "the working directory is gone");
             _exit(NOT_STARTED);
         }
-        execve(rt->launcher, argv, envp);
+        execve(rt->launcher, argv, own_env);
         say(rt->name, "%s could not be run (%s)", rt->launcher, strerror(errno));
         _exit(NOT_STARTED);
     }
     for (int i = 0; i < 3; i++) close(fds[i]);
+    close(env_fd);
     int dn = open("/dev/null", O_WRONLY);
     if (dn >= 0) dup2(dn, STDERR_FILENO);
 
@@ -422,15 +468,39 @@ static void handle(int conn) {
     _exit(0);
 }
 
+static volatile sig_atomic_t calls; /* handlers alive */
+
 static void reap(int sig) {
     (void)sig;
     int saved = errno;
-    while (waitpid(-1, NULL, WNOHANG) > 0) {
-    }
+    while (waitpid(-1, NULL, WNOHANG) > 0) calls--;
     errno = saved;
 }
 
+static void pause_ms(long ms) {
+    struct timespec t = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+    while (nanosleep(&t, &t) < 0 && errno == EINTR) {
+    }
+}
+
+/* A failure that would repeat at once (out of descriptors, processes or memory) is said in the
+ * box's log once a minute at most, and waited out, never spun on. */
+static void backoff(const char *what) {
+    static long said = -60000;
+    if (ms_now() - said >= 60000) {
+        dprintf(STDERR_FILENO, "imd-box: the door could not %s (%s); it waits and tries again\n", what, strerror(errno));
+        said = ms_now();
+    }
+    pause_ms(100);
+}
+
 static int listen_and_serve(void) {
+    own_env = read_own_env();
+    if (!own_env) {
+        dprintf(STDERR_FILENO, "imd-box: the door could not read the box's own environment (%s): %s\n", OWN_ENV,
+                errno == EINVAL ? "a line is not NAME=VALUE" : strerror(errno));
+        return 1;
+    }
     int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     strcpy(addr.sun_path, SOCKET_PATH);
@@ -444,16 +514,32 @@ static int listen_and_serve(void) {
     struct sigaction sa = {.sa_handler = reap, .sa_flags = SA_RESTART | SA_NOCLDSTOP};
     sigaction(SIGCHLD, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    sigset_t child, old;
+    sigemptyset(&child);
+    sigaddset(&child, SIGCHLD);
     for (;;) {
+        if (calls >= MAX_CALLS) {
+            pause_ms(20);
+            continue;
+        }
         int conn = accept4(s, NULL, NULL, SOCK_CLOEXEC);
-        if (conn < 0) continue;
+        if (conn < 0) {
+            if (errno != EINTR && errno != ECONNABORTED) backoff("take a call");
+            continue;
+        }
+        /* The count goes up before the child can be reaped. */
+        sigprocmask(SIG_BLOCK, &child, &old);
         pid_t pid = fork();
         if (pid == 0) {
+            sigprocmask(SIG_SETMASK, &old, NULL);
             close(s);
             signal(SIGCHLD, SIG_DFL);
             handle(conn);
         }
+        if (pid > 0) calls++;
+        sigprocmask(SIG_SETMASK, &old, NULL);
         close(conn);
+        if (pid < 0) backoff("start a call's process");
     }
 }
 
@@ -477,12 +563,25 @@ static int serve(void) {
 
 /* ------------------------------------------------------------------ Landlock */
 
-static int landlock(char **argv) {
+static long landlock_abi(void) {
     long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, CREATE_RULESET_VERSION);
+    return abi < 0 ? 0 : abi;
+}
+
+static int landlock(char **argv) {
+    long abi = landlock_abi();
+    if (abi < 6) {
+        /* The view is made all the same (its user namespace keeps the door's /proc out of
+         * reach): what is missing is said in the box's log, and box check's line 24 FAILs. */
+        if (abi < 1)
+            dprintf(STDERR_FILENO, "imd-box: this engine's kernel has no Landlock: the worker may signal the door and "
+                                   "the jobs' jails; update the engine (Docker Desktop) and run 'box check'\n");
+        else
+            dprintf(STDERR_FILENO, "imd-box: this engine's kernel has Landlock ABI %ld, which cannot scope signals (ABI 6, "
+                                   "Linux 6.12): the worker may signal the door and the jobs' jails; update the engine "
+                                   "(Docker Desktop) and run 'box check'\n", abi);
+    }
     if (abi < 1) {
-        dprintf(STDERR_FILENO, "imd-box: this engine's kernel has no Landlock (%s): the worker may signal the door and "
-                               "the jobs' jails; update the engine (Docker Desktop) and run 'box check'\n",
-                strerror(errno));
         execvp(argv[0], argv);
         return 127;
     }
@@ -517,6 +616,7 @@ int main(int argc, char **argv) {
         return s < 0 ? 1 : 0;
     }
     if (argc >= 3 && strcmp(argv[1], "landlock") == 0) return landlock(argv + 2);
+    if (argc == 2 && strcmp(argv[1], "landlock-abi") == 0) return printf("%ld\n", landlock_abi()) < 0;
     if (argc >= 3 && strcmp(argv[1], "call") == 0) return call(argv[2], argc - 3, argv + 3);
     if (argc >= 3 && strncmp(argv[1], "stand-in:", 9) == 0) {
         const char *runtime = argv[1] + 9;
@@ -538,6 +638,6 @@ int main(int argc, char **argv) {
         }
         return call(runtime, n, rest);
     }
-    dprintf(STDERR_FILENO, "usage: door serve | ping | call RUNTIME ARGS... | landlock COMMAND...\n");
+    dprintf(STDERR_FILENO, "usage: door serve | ping | call RUNTIME ARGS... | landlock COMMAND... | landlock-abi\n");
     return 64;
 }

@@ -25,6 +25,15 @@ echo "verified" >/run/imd-box/walls-verified
 # job's own network (worker/jail), as most distributions ship it.
 [ ! -c /dev/net/tun ] || /usr/bin/chmod 0666 /dev/net/tun || die "/dev/net/tun could not be opened to imd"
 
+# The box's log (this process's stdout and stderr, which tini keeps as PID 1): the box's own
+# programs that outlive the command that started them (the door, the login broker) write there
+# by /proc/1/fd/2. Docker's pipes are root's, 0600; root owns them, so it may open them to imd's
+# writes. Nothing in the worker's view or a job's jail reaches /proc/1/fd (a user namespace of
+# its own).
+for log in "/proc/$$/fd/1" "/proc/$$/fd/2"; do
+  [ ! -p "$log" ] || /usr/bin/chmod 0622 "$log" || die "the box's log could not be opened to imd"
+done
+
 # Drop to `imd` (worker/as-imd: no capabilities, no_new_privs, private umask).
 # tini becomes PID 1 as `imd`: it reaps zombies and forwards `docker stop`'s
 # SIGTERM to the worker, which a root PID 1 without CAP_KILL cannot do.

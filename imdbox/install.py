@@ -48,7 +48,12 @@ def install_env(
 ) -> dict[str, str]:
     """install.sh's environment; `passed`: the command's own, of which PASSTHROUGH_ENV goes on.
     `compilers`: the agents' install keeps the compilers too (setup and update)."""
-    env = {"IMD_BOX_RUNTIMES": ",".join(runtimes), "IMD_BOX_CONCURRENCY": str(concurrency)}
+    env = {
+        "IMD_BOX_RUNTIMES": ",".join(runtimes),
+        "IMD_BOX_CONCURRENCY": str(concurrency),
+        # The worker's own commands run in its view, in this box too: never beside the logins.
+        "IMD_BOX_VIEW": layout.WORKER_VIEW,
+    }
     if worker_url:
         env["IMD_WORKER_URL"] = worker_url.rstrip("/")
     if compilers:

@@ -7,10 +7,11 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 
-from . import broker, engine, ui, volume
+from . import broker, engine, layout, ui, volume
 from .config import Config
 from .engine import Engine
 from .errors import BoxError
+from .runflags import SYSTEM_PATH
 
 
 def docker_cli(eng: Engine) -> list[str]:
@@ -21,6 +22,14 @@ def docker_cli(eng: Engine) -> list[str]:
     return eng.endpoint.cli(path)
 
 
+# The owner's shell sits beside the owner's logins, in a home the worker writes: bash by its path,
+# reading no ~/.bashrc or ~/.profile, and on its PATH the box's own commands first (layout.OWNER_BIN:
+# the agent CLIs from their packages, not the worker's npm links; `imd` in the worker's view), then
+# the image's, never the volume's.
+OWNER_PATH = f"{layout.OWNER_BIN}:{SYSTEM_PATH}"
+SHELL = ["/bin/bash", "-c", f"cd ~ && PATH={OWNER_PATH} exec /bin/bash --noprofile --norc"]
+
+
 def shell(cfg: Config, command: Sequence[str], tty: bool) -> int:
     eng = engine.connect(cfg)
     engine.image(eng)
@@ -28,8 +37,7 @@ def shell(cfg: Config, command: Sequence[str], tty: bool) -> int:
     running = engine.is_up(container)
     if not running:
         volume.require_volume(eng)
-    # Not a login shell: /etc/profile would reset PATH and lose the volume's npm bin.
-    cmd = list(command) or ["bash", "-c", "cd ~ && exec bash"]
+    cmd = ["/usr/bin/env", f"PATH={OWNER_PATH}", *command] if command else SHELL
     if tty:
         if running:
             # Root starts in / (never chdir into the volume); the shell cds home as imd.

@@ -25,10 +25,10 @@ from typing import Optional
 
 from . import layout, protocol
 
-# The worker's own commands that box runs, each in the worker's view (`imd help` runs in the
-# install box, right after the worker is installed, where no job has run).
+# The worker's own commands that box runs, each in the worker's view: the worker's code never
+# runs outside it, where the owner's logins are (install.sh runs `imd help` so too).
 IMD = [layout.WORKER_VIEW, "imd"]
-HELP_COMMAND = ["imd", "help"]
+HELP_COMMAND = [*IMD, "help"]
 STATUS_COMMAND = [*IMD, "status"]
 UNLINK_COMMAND = [*IMD, "unlink"]
 # `install.sh worker` reads the help it installed, and passes it on: each of its lines after

@@ -355,7 +355,7 @@ def test_runtime_a_worker_cannot_run_changes_nothing(docker_client, bx):
     r = bx.run("runtime", "grok")
     assert r.returncode == 1, r.all
     assert "the installed worker cannot run grok (it runs one of claude, codex, one at a time)" in r.stderr
-    assert bx.run("shell", "bash", "-c", "command -v codex || command -v grok").returncode != 0
+    assert bx.run("shell", "bash", "-c", "ls ~/.npm-global/bin/codex || ls ~/.npm-global/bin/grok").returncode != 0
     assert volume_files(docker_client, bx, [SETTINGS])[SETTINGS] == DEFAULT_SETTINGS
     c = docker_client.containers.get(bx.container)
     assert c.id == old_id and c.status == "running"  # the worker was not touched
@@ -403,7 +403,7 @@ def test_runtime_list_with_a_worker_that_runs_several(docker_client, fresh, tmp_
         "box: the Grok CLI needs an xAI API key: pass --grok-key-file FILE (the key alone), "
         "or run this in a terminal to type it; nothing was changed"
     ]
-    assert bx.run("shell", "bash", "-c", "command -v grok").returncode != 0
+    assert bx.run("shell", "bash", "-c", "ls ~/.npm-global/bin/grok").returncode != 0
     secret = "xai-imdt-" + hashlib.sha256(bx.volume.encode()).hexdigest()[:24]
     key_file = tmp_path / "grok.key"
     key_file.write_text(secret + "\n")
@@ -429,7 +429,7 @@ def test_runtime_list_with_a_worker_that_runs_several(docker_client, fresh, tmp_
     assert r.returncode == 0 and "grok: signed in already" in r.all, r.all
     r = bx.run("runtime", "claude")
     assert r.returncode == 0 and "removing the grok CLI" in r.all, r.all
-    assert bx.run("shell", "bash", "-c", "command -v grok").returncode != 0
+    assert bx.run("shell", "bash", "-c", "ls ~/.npm-global/bin/grok").returncode != 0
     c = docker_client.containers.get(bx.container)
     assert "imd start --auto-update --runtime claude --concurrency 3" in c.logs().decode()
 
@@ -509,15 +509,16 @@ def test_remove_unlinks_and_removes_everything(docker_client, fresh, box_image):
 
 
 def test_what_the_box_writes_reaches_the_terminal_as_escapes(bx):
-    # The attacker owns the volume: a planted `claude` answers --version with every class of
-    # control sequence, and the worker puts that answer in its log (its runtimes line) and in
-    # the doctor's. None reaches box's output as a control character.
+    # A hostile `claude` (a release of it, in its package: the jail runs nothing else) answers
+    # --version with every class of control sequence, and the worker puts that answer in its log
+    # (its runtimes line) and in the doctor's. None reaches box's output as a control character.
     from tests.test_terminal_unit import CONTROL, HOSTILE
 
     hostile = "".join(HOSTILE.values())
     claude = "/home/imd/.npm-global/bin/claude"
+    inside = "/home/imd/.npm-global/lib/node_modules/@anthropic-ai/claude-code/imdt-hostile"
     fake = base64.b64encode(f"#!/bin/sh\nprintf '%s\\n' {shlex.quote(hostile)}\n".encode()).decode()
-    plant = f"mv {claude} {claude}.real && echo {fake} | base64 -d > {claude} && chmod +x {claude}"
+    plant = f"mv {claude} {claude}.real && echo {fake} | base64 -d > {inside} && chmod +x {inside} && ln -s {inside} {claude}"
     assert bx.run("shell", "bash", "-c", plant).returncode == 0
     try:
         assert bx.run("start").returncode == 0
@@ -527,7 +528,7 @@ def test_what_the_box_writes_reaches_the_terminal_as_escapes(bx):
         status = bx.run("status")
         raw = bx.run("logs", "--no-follow", "--raw")
     finally:
-        assert bx.run("shell", "bash", "-c", f"mv {claude}.real {claude}").returncode == 0
+        assert bx.run("shell", "bash", "-c", f"rm -f {inside} && mv -fT {claude}.real {claude}").returncode == 0
     assert "runtimes: claude \\x1b]52;c;" in logs.stdout and "evil\\u202efdp.exe" in logs.stdout, logs.all
     assert "\\x1b]52;c;" in status.stdout, status.all  # the doctor's runtime line
     for r in (logs, status):

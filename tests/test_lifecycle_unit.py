@@ -375,7 +375,7 @@ def test_update_before_setup_only_rebuilds(world):
 
 # ------------------------------------------------------------------ runtime
 def worker_and_install(role, command, env):
-    if command == ["imd", "help"]:
+    if command == worker.HELP_COMMAND:
         return 0, REAL_HELP
     assert command == [layout.INSTALL_SH, "agents"] and env["IMD_BOX_RUNTIMES"] == "codex"
     return 0, ""
@@ -388,7 +388,7 @@ def test_runtime_change_restarts_a_running_worker(world):
     result = box("runtime", "codex")
     assert result.exit_code == 0, result.output
     assert world.log == [
-        "oneoff status imd help",
+        f"oneoff status {layout.WORKER_VIEW} imd help",
         f"oneoff setup {layout.INSTALL_SH} agents",
         "stop",
         "remove",
@@ -405,7 +405,7 @@ def test_runtime_the_worker_cannot_run_changes_nothing(world):
     assert result.exit_code == 1
     assert "this worker runs one runtime at a time" in one_error_line(result)
     assert "nothing was changed" in one_error_line(result)
-    assert world.log == ["oneoff status imd help"] and world.container.status == "running"
+    assert world.log == [f"oneoff status {layout.WORKER_VIEW} imd help"] and world.container.status == "running"
 
 
 # ------------------------------------------------------------------ status / remove
@@ -565,7 +565,7 @@ def test_what_a_seat_is_told_to_run_names_the_seat(world):
 
 
 def test_setup_under_a_seat_tells_the_launcher_command_for_it(world):
-    world.oneoff = lambda role, command, env: (0, REAL_HELP if command == ["imd", "help"] else "")
+    world.oneoff = lambda role, command, env: (0, REAL_HELP if command == worker.HELP_COMMAND else "")
     result = box("--seat", "alice", "setup", "--no-shell")
     assert result.exit_code == 0, result.output
     assert "in the box's shell (`./box --seat alice shell`)" in result.stdout
@@ -602,12 +602,12 @@ def test_setup_reads_the_runtimes_from_the_help_the_install_passed_on(world):
 
 def test_breaking_twin_an_install_that_passes_on_no_help_costs_a_box_to_ask(world):
     """An image whose install.sh passes nothing on (an older one, pulled): box asks the worker."""
-    world.oneoff = lambda role, command, env: (0, REAL_HELP if command == ["imd", "help"] else "")
+    world.oneoff = lambda role, command, env: (0, REAL_HELP if command == worker.HELP_COMMAND else "")
     result = box("setup", "--no-shell")
     assert result.exit_code == 0, result.output
     assert world.log == [
         f"oneoff setup {layout.INSTALL_SH} worker",
-        "oneoff status imd help",
+        f"oneoff status {layout.WORKER_VIEW} imd help",
         f"oneoff setup {layout.INSTALL_SH} agents",
     ]
 
@@ -623,7 +623,7 @@ def test_setup_and_start_name_a_worker_set_up_on_this_machine(world, monkeypatch
     # A stand-in home on "the Mac": only whether its worker's config exists is looked at.
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("IDENTITYMD_HOME", raising=False)
-    world.oneoff = lambda role, command, env: (0, REAL_HELP if command == ["imd", "help"] else "")
+    world.oneoff = lambda role, command, env: (0, REAL_HELP if command == worker.HELP_COMMAND else "")
     hint = "if the seat is paired to it, run `imd unlink` there first"
     result = box("setup", "--no-shell")
     assert result.exit_code == 0 and hint not in result.output, result.output

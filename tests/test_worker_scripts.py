@@ -65,6 +65,8 @@ def _env(home: Path, feed: Path, **extra: str) -> dict:
         IMD_WORKER_URL=f"file://{feed}/v1",
         IMD_BOX_RUNTIMES="claude",  # what box hands in by default (imdbox/settings.py)
         IMD_BOX_CONCURRENCY="2",
+        # The worker's view is the box's (bubblewrap, the door): here its commands run as they are.
+        IMD_BOX_VIEW="/usr/bin/env",
         IMD_CLAUDE_PACKAGE=str(feed / "npm" / "claude-code.tgz"),
         IMD_CODEX_PACKAGE=str(feed / "npm" / "codex.tgz"),
         IMD_GROK_PACKAGE=str(feed / "npm" / "grok-cli.tgz"),
@@ -247,11 +249,8 @@ def test_the_grok_key_lands_where_the_grok_cli_reads_it(home, feed, tmp_path):
 def test_agents_mode_keeps_the_compilers_it_verified(home, feed, folder):
     # install.sh with what box hands in for setup and update (imdbox/install.py): 0.8.26 and
     # the newest 0.8 release, from svm's release list. The twin's list gives 0.8.26 a wrong sha256.
-    env = _install(
-        home,
-        feed,
-        **install.install_env(["claude"], 2, passed={"IMD_BOX_SOLC_URL": f"file://{feed}/{folder}"}, compilers=True),
-    )
+    handed = install.install_env(["claude"], 2, passed={"IMD_BOX_SOLC_URL": f"file://{feed}/{folder}"}, compilers=True)
+    env = _install(home, feed, **{k: v for k, v in handed.items() if k != "IMD_BOX_VIEW"})  # the box's view
     r = _sh(INSTALL, env, "agents")
     assert r.returncode == 0, r.stdout + r.stderr
     svm = home / ".svm"

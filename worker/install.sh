@@ -19,6 +19,7 @@
 #   IMD_BOX_SOLC_VERSIONS the compilers to keep (agents, for setup and update): versions,
 #                         or a line such as 0.8 for its newest release, space separated
 #   IMD_BOX_SOLC_URL      where svm's release lists live (<url>/<platform>/list.json)
+#   IMD_BOX_VIEW          what runs the worker's own commands in its view (worker/door/view)
 set -euo pipefail
 
 mode=${1:-}
@@ -27,6 +28,7 @@ mode=${1:-}
 base=${IMD_WORKER_URL:-}
 runtimes=${IMD_BOX_RUNTIMES:?IMD_BOX_RUNTIMES is set by box}
 concurrency=${IMD_BOX_CONCURRENCY:?IMD_BOX_CONCURRENCY is set by box}
+view=${IMD_BOX_VIEW:?IMD_BOX_VIEW is set by box}
 state="$HOME/.imd-box"
 asset=identitymd-worker.tgz
 worker_pkg=@identitymd/worker
@@ -87,6 +89,11 @@ new_stage() {
 case "$mode" in worker | agents) ;; *) die "unknown mode '$mode' (worker | agents)" ;; esac
 
 export NPM_CONFIG_UPDATE_NOTIFIER=false NPM_CONFIG_FUND=false NPM_CONFIG_AUDIT=false
+# This box holds the owner's logins, and the home is the worker's to write: npm reads no ~/.npmrc
+# here (its script-shell or node-options would run the worker's code), and the worker's own
+# commands run in its view (IMD_BOX_VIEW), as in its own box. The worker's release runs no install
+# script (--ignore-scripts: it needs none; its own updates install it so too).
+export NPM_CONFIG_USERCONFIG=/dev/null NPM_CONFIG_GLOBALCONFIG=/nonexistent/npmrc
 mkdir -p "$NPM_CONFIG_PREFIX" "$IDENTITYMD_HOME" "$state"
 # The worker's config holds its private device key: only imd may look inside
 # (also for a volume set up before the box made everything private).
@@ -102,10 +109,10 @@ package_dir() { echo "$NPM_CONFIG_PREFIX/lib/node_modules/$1"; }
 # exchanged with the installed one in one rename (renameat2 RENAME_EXCHANGE),
 # and each of its bin links is replaced by a rename. Until that moment the
 # installed package is untouched.
-npm_swap() { # <package name> <spec>
+npm_swap() { # <package name> <spec> [npm option...]
   local name=$1 spec=$2 live link bin
   live=$(package_dir "$1")
-  bg npm install --global --prefix "$stage/prefix" --loglevel=error --no-progress "$spec" || return 1
+  bg npm install --global --prefix "$stage/prefix" --loglevel=error --no-progress "${@:3}" "$spec" || return 1
   [ -d "$stage/prefix/lib/node_modules/$name" ] || { echo "the package is not $name" >&2; return 1; }
   mkdir -p "$(dirname "$live")" "$NPM_CONFIG_PREFIX/bin"
   if [ ! -e "$live" ]; then
@@ -158,7 +165,7 @@ install_worker() {
   # A release cut short before its sums were made passes the checksum: read it whole first.
   tar -tzf "$stage/$asset" >/dev/null 2>&1 \
     || die "the release's $asset is not a whole archive (cut off or damaged); refusing to install (the installed worker, if any, is unchanged)"
-  npm_swap "$worker_pkg" "$stage/$asset" || die "npm could not install the worker (the installed worker, if any, is unchanged)"
+  npm_swap "$worker_pkg" "$stage/$asset" --ignore-scripts || die "npm could not install the worker (the installed worker, if any, is unchanged)"
   mv -T "$stage/build.json" "$state/worker-build.json"
   command -v imd >/dev/null || die "the worker installed but 'imd' is not on PATH"
   cleanup
@@ -166,7 +173,7 @@ install_worker() {
   # `imd — IdentityMD contributor daemon (v<daemonVersion>)`, as build.json does.
   local version
   help_code=0
-  worker_help=$(imd help 2>&1) || help_code=$? # offer_browser is given it too, and box (pass_on_help)
+  worker_help=$("$view" imd help 2>&1) || help_code=$? # offer_browser is given it too, and box (pass_on_help)
   version=$(sed -n '1s/.*(v\([^()]*\))$/\1/p' <<<"$worker_help")
   say "worker installed: ${version:-?} (the release's build.json: daemonVersion $(build_field daemonVersion "$state/worker-build.json"), sourceCommit $(build_field sourceCommit "$state/worker-build.json"))"
 }
@@ -220,7 +227,7 @@ offer_browser() { # <the worker's help, as install_worker read it>
     enable+=(--enable "$method")
   done
   [ ${#enable[@]} -gt 0 ] || die "no browser methods to enable (IMD_BOX_BROWSER_TOOLS is empty)"
-  imd tools add browser --command "$IMD_BOX_BROWSER_MCP" "${enable[@]}" \
+  "$view" imd tools add browser --command "$IMD_BOX_BROWSER_MCP" "${enable[@]}" \
     || die "the worker refused 'imd tools add browser' (its message is above)"
   say "browser: offered to the worker as the tool 'browser' ($IMD_BOX_BROWSER_MCP, $(( ${#enable[@]} / 2 )) methods)"
 }

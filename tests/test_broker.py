@@ -178,12 +178,18 @@ SENTINEL_OF_THE_JAIL = (
 )
 
 
-def through_the_broker(url: str, token: str, *more: str) -> str:
-    """curl's line for a request through the broker, with `token`: the status and the answer."""
+def to_anthropic(url: str, token: str, *more: str) -> str:
+    """curl's line for a request to Anthropic with `token`: the status and the answer. In a
+    Claude job's jail, Anthropic's login hosts are the broker's; from the box, `more` names
+    its proxy (BROKERED)."""
     return (
-        f'curl -sS --max-time 10 -x {PROXY} -H "Authorization: Bearer {token}" {" ".join(more)} '
+        f'curl -sS --max-time 10 -H "Authorization: Bearer {token}" {" ".join(more)} '
         f"-w ' status=%{{http_code}}' {url}; echo"
     )
+
+
+# From the box itself, through the broker's CONNECT proxy (box shell's), trusting its CA.
+BROKERED = ("-x", PROXY, "--cacert", f"{layout.BROKER_DIR}/trust.pem")
 
 
 def test_a_sentinel_serves_its_own_run_alone(docker_client, box_image, box, world):
@@ -194,18 +200,17 @@ def test_a_sentinel_serves_its_own_run_alone(docker_client, box_image, box, worl
     script = (
         f"eval $({SENTINEL_OF_THE_JAIL}); echo access=$access; "
         # The run's own: the profile, and Claude Code's own refresh, with the sentinel.
-        f"{through_the_broker(profile, '$access')}; "
-        f"{through_the_broker('https://platform.claude.com/v1/oauth/token', '$access', '-H content-type:application/json', '--data', refresh_body)}"
+        f"{to_anthropic(profile, '$access')}; "
+        f"{to_anthropic('https://platform.claude.com/v1/oauth/token', '$access', '-H content-type:application/json', '--data', refresh_body)}"
     )
     with jobs.model(docker_client, box_image, box, [], login=login.anthropic(tls)) as (_, model):
         code, out = jobs.in_jail(box, script)
         assert code == 0, out
         sentinel = out.split("access=", 1)[1].split()[0]
         # The run has ended: its sentinel is refused, and never reaches Anthropic.
-        trust = f"--cacert {layout.BROKER_DIR}/trust.pem"
-        _, ended = as_imd(box, through_the_broker(profile, sentinel, trust))
+        _, ended = as_imd(box, to_anthropic(profile, sentinel, *BROKERED))
         # Another sentinel's shape the broker never minted.
-        _, forged = as_imd(box, through_the_broker(profile, "sk-ant-oat01-imd-box-sentinel-0000", trust))
+        _, forged = as_imd(box, to_anthropic(profile, "sk-ant-oat01-imd-box-sentinel-0000", *BROKERED))
         said = jobs.heard(model)
     lines = out.splitlines()
     assert sentinel.startswith("sk-ant-oat01-imd-box-sentinel-"), out
@@ -229,7 +234,7 @@ def test_a_command_in_claudes_sandbox_cannot_use_it(docker_client, box_image, bo
     command = (
         'f=$(printf \'%s/.%s/.credentials.json\' "$HOME" claude); cat "$f" 2>&1 | head -c 300; echo; '
         'access=$(sed -E \'s/.*"accessToken":"([^"]*)".*/\\1/\' "$f" 2>/dev/null); '
-        + through_the_broker("https://api.anthropic.com/api/oauth/profile", "$access")
+        + to_anthropic("https://api.anthropic.com/api/oauth/profile", "$access")
     )
     run = jobs.play(docker_client, box_image, box, [[jobs.bash(command)]], view=True, login=login.anthropic(tls))
     # Control: the same command in the jail, outside Claude's sandbox, where Claude Code itself
@@ -252,7 +257,7 @@ def test_the_broker_forwards_every_byte_but_the_token(docker_client, box_image, 
     )
     url = "'https://api.anthropic.com/v1/messages?beta=true'"
     send = f"curl -sS --max-time 10 --http1.1 {headers} --data-binary {shlex.quote(body)} -o /dev/null -w ' status=%{{http_code}}'"
-    script = f'eval $({SENTINEL_OF_THE_JAIL}); {send} -x {PROXY} -H "Authorization: Bearer $access" {url}; echo'
+    script = f'eval $({SENTINEL_OF_THE_JAIL}); {send} -H "Authorization: Bearer $access" {url}; echo'
     with jobs.model(docker_client, box_image, box, [], login=login.anthropic(tls)) as (_, model):
         brokered = jobs.in_jail(box, script)
         # The same request straight to Anthropic, from the box, with the owner's token.
@@ -268,7 +273,9 @@ def test_the_workers_view_shows_a_login_the_broker_refuses(box):
     owned(box, login.owner_login())
     profile = "https://api.anthropic.com/api/oauth/profile"
     # -k: the view trusts the box's CAs alone, not the broker's (a job's jail does).
-    script = f"eval $({SENTINEL_OF_THE_JAIL}); echo access=$access; {through_the_broker(profile, '$access', '-k')}"
+    script = (
+        f"eval $({SENTINEL_OF_THE_JAIL}); echo access=$access; {to_anthropic(profile, '$access', '-x', PROXY, '-k')}"
+    )
     code, out = as_imd(box, jobs.boxes.in_view(script))
     assert code == 0 and "access=sk-ant-oat01-imd-box-sentinel-" in out, out
     assert out.strip().endswith("status=401") and login.ACCESS not in out, out

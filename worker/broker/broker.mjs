@@ -1,14 +1,23 @@
-// broker DIR PORT LOGIN [MODE]: the box's Claude login broker, at the door's side, outside the worker's view.
+// broker DIR PORT TLS_PORT LOGIN MODE HOST...: the box's Claude login broker, at the door's side,
+// outside the worker's view, for Anthropic's login hosts (HOST...) alone.
 //
 // The owner's Claude login (LOGIN, ~/.claude/.credentials.json) is read here and in `box shell`
 // alone: no job's jail and not the worker's view holds it. A job's Claude Code holds a sentinel
 // login of the same shape instead, one for each run (minted on DIR/control.sock by its launcher,
-// worker/jail.d/login, and forgotten when the run ends), and reaches Anthropic through this
-// proxy (HTTPS_PROXY, 127.0.0.1:PORT, forwarded into the job's own network). On a tunnel to one of
-// Anthropic's login hosts the broker ends TLS itself, with a certificate of its own CA that the
-// jail trusts (DIR/trust.pem: the box's bundle and that CA), and on each request swaps a live
-// run's sentinel for the owner's token; every other byte goes on as it came, and the answer
-// comes back as it streams. Every other tunnel is passed through as it is.
+// worker/jail.d/login, and forgotten when the run ends), and reaches Anthropic's hosts here: its
+// jail names them at its own loopback, where TLS_PORT is forwarded as 443 (worker/jail.d/network),
+// so nothing else it sends comes here. The broker ends TLS itself, for the host the client names
+// (SNI) and no other, with a certificate of its own CA that the jail trusts (DIR/trust.pem: the
+// box's bundle and that CA), and on each request swaps a live run's sentinel for the owner's
+// token; every other byte goes on as it came, to that host, and the answer comes back as it
+// streams. PORT, on the box's loopback, is a CONNECT proxy for the owner's Claude Code in `box
+// shell`: a tunnel to one of the hosts on 443 is ended the same way, and every other is refused
+// in one line that names the host (the box's loopback, its own addresses and private ranges by
+// name), so the broker reaches nothing but Anthropic for anyone.
+//
+// It binds its ports first, and only then sets up: a second broker ends there and touches
+// nothing. Its CA and the live runs are kept in DIR (written atomically), so a broker started
+// again (broker/start's loop) takes them up, and a job running across the restart goes on.
 //
 // It refreshes the owner's login itself, one refresh at a time, and writes the rotated pair
 // (atomically, in place of the old) before it uses it: Claude Code's refresh tokens work once, so
@@ -21,22 +30,24 @@ import fs from "node:fs";
 import http from "node:http";
 import https from "node:https";
 import net from "node:net";
+import os from "node:os";
 import path from "node:path";
 import tls from "node:tls";
 
 // MODE "jail": the owner chose the login in the jail, as before the broker (IMD_BOX_LOGIN=jail):
-// a launcher is told to bind it ("owner"), and the broker is a proxy for no one.
-const [dir, portText, loginFile, mode = "broker"] = process.argv.slice(2);
+// a launcher is told to bind it ("owner"), and the broker stands in for no one.
+// HOST...: where Claude Code sends its login (worker/paths BROKER_HOSTS): the Messages API and the
+// account's own calls, its token endpoints, and the claude.ai connectors' proxy.
+const [dir, portText, tlsPortText, loginFile, mode, ...HOSTS] = process.argv.slice(2);
 const port = Number(portText);
-if (!dir || !Number.isInteger(port) || !loginFile || !["broker", "jail"].includes(mode)) {
-  console.error("imd-box: the login broker takes DIR PORT LOGIN [broker|jail]");
+const tlsPort = Number(tlsPortText);
+// Its token endpoint (console.anthropic.com's before 2.1).
+const TOKEN_HOSTS = ["platform.claude.com", "console.anthropic.com"];
+if (!dir || !Number.isInteger(port) || !Number.isInteger(tlsPort) || !loginFile || !["broker", "jail"].includes(mode) ||
+    !TOKEN_HOSTS.every((h) => HOSTS.includes(h))) {
+  console.error("imd-box: the login broker takes DIR PORT TLS_PORT LOGIN broker|jail HOST... (the token hosts among them)");
   process.exit(64);
 }
-
-// Where Claude Code sends its login: the Messages API and the account's own calls, its token
-// endpoint (console.anthropic.com's before 2.1), and the claude.ai connectors' proxy.
-const HOSTS = ["api.anthropic.com", "platform.claude.com", "console.anthropic.com", "mcp-proxy.anthropic.com", "claude.ai"];
-const TOKEN_HOSTS = ["platform.claude.com", "console.anthropic.com"];
 const TOKEN_HOST = TOKEN_HOSTS[0]; // where the broker refreshes
 const TOKEN_PATH = "/v1/oauth/token";
 const CLIENT_ID = "9d1c250a-e61b-44d9-88ed-5944d1962f5e"; // Claude Code's, where the login names none
@@ -45,24 +56,49 @@ const SENTINEL_MS = 10 * 365 * 24 * 3600 * 1000; // a sentinel login never needs
 const SENTINEL = "imd-box-sentinel-";
 const say = (text) => console.error(`imd-box broker: ${text}`);
 
-// --- its CA and the login hosts' certificate, made anew at each start, never leaving DIR --------
+// --- its CA and the login hosts' certificate, made at the box's start, never leaving DIR --------
+const at = (name) => path.join(dir, name);
+
+// A file written whole or not at all: a broker killed halfway leaves the last one as it was.
+function writeAtomically(file, text, mode = 0o600) {
+  const temporary = `${file}.${process.pid}.new`;
+  const fd = fs.openSync(temporary, "w", mode);
+  try {
+    fs.writeSync(fd, text);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(temporary, file);
+}
+
+// The certificate this box's broker made, if an earlier broker did (it was started again).
+function kept() {
+  try {
+    const context = tls.createSecureContext({ key: fs.readFileSync(at("hosts.key")), cert: fs.readFileSync(at("hosts.crt")) });
+    return fs.statSync(at("trust.pem")).isFile() ? context : null;
+  } catch {
+    return null;
+  }
+}
+
 function certificates() {
-  const at = (name) => path.join(dir, name);
   const openssl = (...args) => execFileSync("openssl", args, { stdio: ["ignore", "ignore", "pipe"] });
   const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
   openssl("req", "-x509", ...ec, "-keyout", at("ca.key"), "-out", at("ca.crt"), "-days", "3650",
     "-subj", "/CN=IMD Box login broker", "-addext", "basicConstraints=critical,CA:TRUE",
     "-addext", "keyUsage=critical,keyCertSign,cRLSign");
-  openssl("req", "-x509", ...ec, "-keyout", at("hosts.key"), "-out", at("hosts.crt"), "-days", "825",
+  openssl("req", "-x509", ...ec, "-keyout", at("hosts.key.new"), "-out", at("hosts.crt.new"), "-days", "825",
     "-CA", at("ca.crt"), "-CAkey", at("ca.key"), "-subj", `/CN=${HOSTS[0]}`,
     "-addext", `subjectAltName=${HOSTS.map((h) => `DNS:${h}`).join(",")}`,
     "-addext", "basicConstraints=critical,CA:FALSE", "-addext", "extendedKeyUsage=serverAuth");
-  const bundle = process.env.NODE_EXTRA_CA_CERTS || "/etc/ssl/certs/ca-certificates.crt";
-  const trust = `${fs.readFileSync(bundle, "utf8").trimEnd()}\n${fs.readFileSync(at("ca.crt"), "utf8")}`;
-  fs.writeFileSync(at("trust.pem.new"), trust, { mode: 0o644 });
-  fs.renameSync(at("trust.pem.new"), at("trust.pem"));
   fs.rmSync(at("ca.key"));
-  return tls.createSecureContext({ key: fs.readFileSync(at("hosts.key")), cert: fs.readFileSync(at("hosts.crt")) });
+  // The box's bundle: the own environment's (worker/own.env).
+  const trust = `${fs.readFileSync(process.env.NODE_EXTRA_CA_CERTS, "utf8").trimEnd()}\n${fs.readFileSync(at("ca.crt"), "utf8")}`;
+  fs.renameSync(at("hosts.key.new"), at("hosts.key"));
+  fs.renameSync(at("hosts.crt.new"), at("hosts.crt"));
+  writeAtomically(at("trust.pem"), trust, 0o644); // last: what says the set is whole
+  return kept();
 }
 
 // --- the owner's login -------------------------------------------------------------------------
@@ -92,16 +128,7 @@ function login() {
 }
 
 function save(oauth) {
-  const file = { ...(seen?.file ?? {}), claudeAiOauth: oauth };
-  const temporary = `${loginFile}.broker-${process.pid}`;
-  const fd = fs.openSync(temporary, "w", 0o600);
-  try {
-    fs.writeSync(fd, JSON.stringify(file));
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  fs.renameSync(temporary, loginFile);
+  writeAtomically(loginFile, JSON.stringify({ ...(seen?.file ?? {}), claudeAiOauth: oauth }));
   login();
 }
 
@@ -164,7 +191,10 @@ async function refreshNow(current) {
 }
 
 // --- the runs a launcher minted a sentinel for ---------------------------------------------------
+// Each in DIR/runs: <id>.json, its sentinel login (the jail binds it), and <id>.run, what the
+// broker knows of it, so that a broker started again takes it up.
 const runs = new Map(); // id -> { access, refresh, pid, start, file }
+const record = (id) => path.join(dir, "runs", `${id}.run`);
 const token = (kind) => `sk-ant-${kind}01-${SENTINEL}${crypto.randomBytes(24).toString("hex")}`;
 
 function started(pid) {
@@ -190,7 +220,26 @@ function forget(id) {
   const run = runs.get(id);
   if (!run) return;
   runs.delete(id);
+  fs.rmSync(record(id), { force: true });
   fs.rmSync(run.file, { force: true });
+}
+
+// The runs an earlier broker of this box minted, whose launchers live; the rest of DIR/runs goes.
+function takeUp() {
+  const folder = path.join(dir, "runs");
+  const names = fs.readdirSync(folder);
+  for (const name of names) {
+    const id = /^([0-9a-f]{16})\.run$/.exec(name)?.[1];
+    if (!id) continue;
+    try {
+      const run = JSON.parse(fs.readFileSync(record(id), "utf8"));
+      if (started(run.pid) === run.start && run.file === path.join(folder, `${id}.json`)) runs.set(id, run);
+    } catch {}
+  }
+  for (const name of names) {
+    const id = /^([0-9a-f]{16})\.(run|json)$/.exec(name)?.[1];
+    if (!id || !runs.has(id)) fs.rmSync(path.join(folder, name), { force: true });
+  }
 }
 
 // A login file of the owner's shape (`real`) holding sentinel tokens, which never expire.
@@ -204,7 +253,8 @@ function mint(pid) {
   if (!real || !start) return null;
   const id = crypto.randomBytes(8).toString("hex");
   const run = { access: token("oat"), refresh: token("ort"), pid, start, file: path.join(dir, "runs", `${id}.json`) };
-  fs.writeFileSync(run.file, sentinelLogin(real, run.access, run.refresh), { mode: 0o600 });
+  writeAtomically(run.file, sentinelLogin(real, run.access, run.refresh));
+  writeAtomically(record(id), JSON.stringify(run));
   runs.set(id, run);
   return id;
 }
@@ -356,53 +406,100 @@ async function onRequest(host, req, res) {
   res.on("close", () => answer.destroy());
 }
 
-function tunnel(req, client, head) {
-  const [host, portText] = (req.url ?? "").split(/:(?=[0-9]+$)/);
-  const port = Number(portText);
-  if (!host || !Number.isInteger(port)) return client.end("HTTP/1.1 400 Bad Request\r\n\r\n");
-  client.on("error", () => {});
-  if (HOSTS.includes(host.toLowerCase()) && port === 443) {
-    client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
-    if (head.length) client.unshift(head);
-    const secure = new tls.TLSSocket(client, { isServer: true, secureContext: context, ALPNProtocols: ["http/1.1"] });
-    secure.on("error", () => client.destroy());
-    const inner = http.createServer({ keepAlive: true }, (q, s) => onRequest(host.toLowerCase(), q, s).catch(() => s.destroy()));
-    inner.emit("connection", secure);
-    return;
-  }
-  const upstream = net.connect(port, host, () => {
-    client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
-    if (head.length) upstream.write(head);
-    upstream.pipe(client);
-    client.pipe(upstream);
+// The requests of a TLS session the broker ended: for the host it named (SNI), one of HOSTS.
+const sessions = http.createServer({ keepAlive: true }, (req, res) =>
+  onRequest(req.socket.servername, req, res).catch(() => res.destroy()),
+);
+let context = null; // the hosts' certificate, once set up
+
+function ended(socket) {
+  const secure = new tls.TLSSocket(socket, {
+    isServer: true,
+    ALPNProtocols: ["http/1.1"],
+    SNICallback: (name, done) => {
+      const host = name.toLowerCase();
+      if (HOSTS.includes(host)) return done(null, context);
+      refusal(host, 443, "not one of Anthropic's login hosts");
+      done(new Error("not a host of the broker's"));
+    },
   });
-  upstream.on("error", () => client.end("HTTP/1.1 502 Bad Gateway\r\n\r\n"));
-  client.on("close", () => upstream.destroy());
+  secure.on("error", () => socket.destroy());
+  sessions.emit("connection", secure);
 }
 
-fs.mkdirSync(path.join(dir, "runs"), { recursive: true, mode: 0o700 });
-for (const stale of fs.readdirSync(path.join(dir, "runs"))) fs.rmSync(path.join(dir, "runs", stale), { force: true });
-const context = certificates();
+// Why a CONNECT to host:port is refused, by name: every host but Anthropic's login hosts on 443 is.
+const PRIVATE = new net.BlockList();
+for (const [address, prefix] of [["0.0.0.0", 8], ["10.0.0.0", 8], ["100.64.0.0", 10], ["169.254.0.0", 16], ["172.16.0.0", 12], ["192.168.0.0", 16]])
+  PRIVATE.addSubnet(address, prefix, "ipv4");
+for (const [address, prefix] of [["fc00::", 7], ["fe80::", 10], ["::", 128]]) PRIVATE.addSubnet(address, prefix, "ipv6");
 
+function why(host, port) {
+  const bare = host.replace(/^\[(.*)\]$/, "$1").toLowerCase();
+  const family = net.isIP(bare) === 6 ? "ipv6" : "ipv4";
+  if (bare === "localhost" || bare.endsWith(".localhost") || /^127\./.test(bare) || bare === "::1") return "the box's loopback";
+  const own = Object.values(os.networkInterfaces()).flat().map((i) => i.address.toLowerCase());
+  if (own.includes(bare)) return "an address of the box's own";
+  if (net.isIP(bare) && PRIVATE.check(bare, family)) return "a private address";
+  if (!HOSTS.includes(bare)) return "not one of Anthropic's login hosts";
+  return port === 443 ? null : `port ${port}, not 443`;
+}
+
+function refusal(host, port, reason) {
+  const shown = `${host}`.replace(/[^\x21-\x7e]/g, "?").slice(0, 100);
+  say(`refused ${shown}:${port}: ${reason}`);
+  return `imd-box broker: refused ${shown}:${port}: ${reason}; the broker reaches Anthropic's login hosts on 443 alone\n`;
+}
+
+function tunnel(req, client, head) {
+  client.on("error", () => {});
+  if (!context) return client.end("HTTP/1.1 503 Service Unavailable\r\n\r\n");
+  const [host = "", portText] = (req.url ?? "").split(/:(?=[0-9]+$)/);
+  const port = Number(portText);
+  const reason = !host || !Number.isInteger(port) ? "not HOST:PORT" : why(host, port);
+  if (reason) {
+    const body = refusal(host || req.url || "", port || 0, reason);
+    return client.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  }
+  client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+  if (head.length) client.unshift(head);
+  ended(client);
+}
+
+// Bound first: a broker that cannot take its ports (another holds them) ends here, having touched
+// nothing of the other's; broker/start's loop starts it again once they are free.
+const fatal = (error) => {
+  say(`cannot listen: ${error.message}`);
+  process.exit(1);
+};
 const proxy = http.createServer((req, res) => {
   res.writeHead(405, { "content-type": "text/plain" }).end("imd-box broker: a proxy for CONNECT alone\n");
 });
 proxy.on("connect", tunnel);
 proxy.on("clientError", (_, socket) => socket.destroy());
-// A port or socket it cannot take ends it: broker/start's loop starts it again.
-const fatal = (error) => {
-  say(`cannot listen: ${error.message}`);
-  process.exit(1);
-};
-proxy.on("error", fatal);
-proxy.listen(port, "127.0.0.1");
+const direct = net.createServer((socket) => {
+  socket.on("error", () => {});
+  if (context) ended(socket);
+  else socket.destroy();
+});
+const listening = (server, where) =>
+  new Promise((resolve) => {
+    server.once("error", fatal);
+    server.listen(where, "127.0.0.1", resolve);
+  });
+await listening(proxy, port);
+await listening(direct, tlsPort);
 
+// Then set up: its folder, the certificate and the runs an earlier broker of this box left.
+fs.mkdirSync(path.join(dir, "runs"), { recursive: true, mode: 0o700 });
+context = kept() ?? certificates();
+takeUp();
 const socket = path.join(dir, "control.sock");
 fs.rmSync(socket, { force: true });
 const controller = http.createServer(control);
 controller.on("error", fatal);
 controller.listen(socket, () => {
   fs.chmodSync(socket, 0o600);
-  say(`listening on 127.0.0.1:${port} and ${socket}`);
+  // Quiet on a first start (a one-off box's log is its command's output); a restart is news.
+  if (runs.size) say(`started again: ${runs.size} live runs taken up`);
 });
 process.on("uncaughtException", (error) => say(`${error.message}`));

@@ -17,6 +17,7 @@ import json
 import os
 import re
 import socket
+import subprocess
 import tarfile
 import time
 import uuid
@@ -198,6 +199,17 @@ def script_with(repo_path: str, box_path: str, *changes: tuple[str, str]) -> dic
         assert text.count(old) == 1, f"{repo_path} has {old!r} {text.count(old)} times, not once"
         text = text.replace(old, new)
     return {box_path: text.encode()}
+
+
+def door_with(folder: Path, *changes: tuple[str, str]) -> dict:
+    """The door (worker/door/door.c) with these changes, built by this machine's gcc (the image
+    has none; static, so no libc of this machine's is needed in the box): a patch for
+    patched_image."""
+    source = script_with("worker/door/door.c", "door.c", *changes)["door.c"]
+    (folder / "door.c").write_bytes(source)
+    build = ["gcc", "-O2", "-static", "-Wall", "-Werror", "-o", str(folder / "door"), str(folder / "door.c")]
+    subprocess.run(build, check=True)
+    return {layout.DOOR: ((folder / "door").read_bytes(), 0o755)}
 
 
 def entrypoint_with(old: str, new: str) -> dict:
@@ -898,6 +910,52 @@ def test_24_a_door_that_runs_the_program_unjailed(check, has_browser):
     assert "the worker's git ran outside a job's jail" in report.by_id("worker_view").detail
 
 
+def test_24_a_broker_started_with_the_workers_environment(check, has_browser):
+    # broker/start without its switch: the view starts it with the environment it passes on to
+    # the worker, and the broker (beside the owner's login) runs with the worker's HOME.
+    report = check(
+        patch=script_with("worker/broker/start", layout.BROKER_START, ('own_or_again "$0" "$@"\n', "")), view=True
+    )
+    expect_failed(report, {"worker_view"}, has_browser)
+    detail = report.by_id("worker_view").detail
+    assert f"node {layout.BROKER}" in detail and "HOME=/home/imd" in detail, detail
+
+
+def test_24_a_door_that_hands_the_launcher_the_callers_environment(check, has_browser, tmp_path):
+    # The door before the fix, less its list of names to drop: the launcher starts with what the
+    # caller set, and bash runs the caller's BASH_ENV in it, outside the view, before the
+    # launcher's first line could start it again with the box's own environment.
+    callers = (
+        "        execve(rt->launcher, argv, own_env);\n",
+        "        char *callers[4096];\n        size_t k = 0;\n"
+        "        for (char *q = p; q < end && k < 4095; q += strlen(q) + 1) callers[k++] = q;\n"
+        "        callers[k] = NULL;\n        execve(rt->launcher, argv, callers);\n",
+    )
+    report = check(patch=door_with(tmp_path, callers), view=True)
+    expect_failed(report, {"worker_view"}, has_browser)
+    detail = report.by_id("worker_view").detail
+    assert "the worker's BASH_ENV RAN outside the view" in detail, detail
+
+
+def test_24_an_ask_that_reads_the_homes_curlrc(check, has_browser):
+    # broker/ask as it ran before the fix: curl with the caller's HOME, reading ~/.curlrc.
+    patch = script_with("worker/broker/ask", layout.BROKER_ASK, ('own_or_again "$0" "$@"\n', ""), ("curl -q ", "curl "))
+    report = check(patch=patch, view=True)
+    expect_failed(report, {"worker_view"}, has_browser)
+    detail = report.by_id("worker_view").detail
+    assert "the worker's curlrc RAN outside the view" in detail, detail
+
+
+def test_24_a_kernel_whose_landlock_cannot_scope_signals(check, has_browser, tmp_path):
+    # A door on a kernel of Landlock ABI 3 (before Linux 6.12): the view's domain holds no
+    # signal scope, and the door says so in the box's log.
+    older = ("    return abi < 0 ? 0 : abi;\n", "    return abi < 0 ? 0 : 3;\n")
+    report = check(patch=door_with(tmp_path, older), view=True)
+    expect_failed(report, {"worker_view"}, has_browser)
+    detail = report.by_id("worker_view").detail
+    assert "this kernel's Landlock is ABI 3, and scoping signals needs ABI 6 (Linux 6.12)" in detail, detail
+
+
 def test_25_the_login_in_the_jail_by_the_owners_choice(check, has_browser):
     # IMD_BOX_LOGIN=jail, as before the broker: the jail holds the login itself, and says whose choice.
     report = check(mutate=login.in_the_jail, read_jail=True)
@@ -944,7 +1002,8 @@ def test_25_with_the_owners_login_a_request_through_the_broker_gets_the_profile(
     detail = report.by_id("login_broker").detail
     assert detail == (
         "a job's jail holds a sentinel of its run's, not the owner's Claude login, which the login broker holds; "
-        "a request with it through the broker got the account's profile (200)"
+        "a request with it through the broker got the account's profile (200); a job's CONNECT through the broker "
+        "to the box's loopback reached nothing, and the broker refuses it by name"
     ), detail
 
 

@@ -25,7 +25,10 @@ from urllib.parse import urlsplit
 
 from .. import browser, names, protocol
 from ..layout import (
+    BROKER,
     BROKER_ASK,
+    BROKER_PORT,
+    BROKER_TLS_PORT,
     CLAUDE_JAIL,
     CLAUDE_LOGIN,
     CLAUDE_SETTINGS,
@@ -36,6 +39,7 @@ from ..layout import (
     IPTABLES,
     JAIL,
     NODE,
+    OWN_ENV,
     SANDBOX_RUNTIME,
     WORKER_VIEW,
 )
@@ -181,7 +185,8 @@ def probe_config(flags: RunFlags, internet_url: str, targets: Targets, only: Seq
         "browser": {"script": browser.CHECK_SCRIPT, "budget_ms": browser.CHECK_SECONDS * 1000},
         "tool_ms": TOOL_SECONDS * 1000,
         "claude_settings": CLAUDE_SETTINGS,
-        "broker": {"login": CLAUDE_LOGIN},
+        "broker": {"login": CLAUDE_LOGIN, "program": BROKER, "port": BROKER_PORT, "tls_port": BROKER_TLS_PORT},
+        "own_env": OWN_ENV,
         "targets": t,
         "only": list(only),
         "from_a_jobs_jail": list(FROM_A_JOBS_JAIL),

@@ -3,6 +3,7 @@
 // for the owner's token on the way to Anthropic.
 // One script with the other parts when it runs (imdbox/check/runner.py probe_source).
 import fs from "node:fs";
+import net from "node:net";
 import path from "node:path";
 import { cfg, tool, short, run, unusable } from "./base.mjs";
 import { CANARY, CLAUDE_SENTINEL, claudeLogin, inAJobsJail, letLoginGo, makeDirs, readRegular, secretPaths } from "./jail.mjs";
@@ -21,13 +22,50 @@ async function brokerStatus() {
   }
 }
 
-// In a job's jail, outside Claude's sandbox (where Claude Code runs): the login it holds, and with
-// the owner's, one free request with it through the broker (the account's profile).
+// In a job's jail, outside Claude's sandbox (where Claude Code runs): the login it holds; a CONNECT
+// to the box's loopback ($3: the probe listens there) through every port of the broker's a job
+// could try (its login hosts' 443, the proxy's own); and with the owner's login, one free request
+// with it through the broker (the account's profile).
 const LOOK = `cat ~/.claude/.credentials.json 2>/dev/null || echo "no login"; echo; echo ${END}
+for proxy in 127.0.0.1:443 127.0.0.1:$2; do
+  curl -q -sS -p --max-time 3 -o /dev/null -x "http://$proxy" "http://127.0.0.1:$3/" 2>/dev/null && echo "tunnel $proxy"
+done
 [ "$1" = real ] && [ -s ~/.claude/.credentials.json ] || exit 0
 a=$(sed -nE 's/.*"accessToken":"([^"]*)".*/\\1/p' ~/.claude/.credentials.json 2>/dev/null)
 curl -sS --max-time 10 -o /dev/null -w 'profile %{http_code}\\n' -H "Authorization: Bearer $a" \\
   -H 'anthropic-beta: oauth-2025-04-20' https://api.anthropic.com/api/oauth/profile 2>&1 | tail -n 1`;
+
+/** A listener on the box's loopback that counts who reached it. */
+function listener() {
+  return new Promise((resolve) => {
+    const reached = { count: 0 };
+    const server = net.createServer((socket) => {
+      reached.count += 1;
+      socket.destroy();
+    });
+    server.listen(0, "127.0.0.1", () => resolve({ server, port: server.address().port, reached }));
+  });
+}
+
+/** The broker's CONNECT proxy, from the box (box shell's way), asked for the box's loopback:
+ * its answer's first line and body. */
+function connectThrough(port, target) {
+  return new Promise((resolve) => {
+    let text = "";
+    const socket = net.connect(port, "127.0.0.1", () => socket.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`));
+    const done = () => resolve(text);
+    socket.setTimeout(3000, () => socket.destroy());
+    socket.on("data", (d) => {
+      text += d;
+      if (/\r\n\r\n/.test(text) && !/^HTTP\/1\.1 403/.test(text)) socket.destroy();
+    });
+    socket.on("error", (e) => {
+      text ||= `(${e.code})`;
+      done();
+    });
+    socket.on("close", done);
+  });
+}
 
 export async function loginBroker() {
   try {
@@ -55,8 +93,11 @@ async function judged() {
   } catch (e) {
     return { ok: false, detail: `cannot set up the test (${e.kind ? e.message : e.code || short(e.message, 60)}): nothing proved` };
   }
-  const [jail, args, opts] = inAJobsJail(node, tool("sh"), "-c", LOOK, "login", kind);
+  const box = await listener();
+  const [jail, args, opts] = inAJobsJail(node, tool("sh"), "-c", LOOK, "login", kind, String(cfg.broker.port), String(box.port));
   const r = await run(jail, args, opts);
+  const fromTheBox = await connectThrough(cfg.broker.port, `127.0.0.1:${box.port}`);
+  box.server.close();
   const why = unusable("a job's jail", r);
   if (why) return { ok: false, detail: why };
   if (!r.out.includes(END)) return { ok: false, detail: `a job's jail did not start (exit ${r.code}: ${short(r.err || r.out, 160)})` };
@@ -74,15 +115,23 @@ async function judged() {
   } else if (tokens.length && !held.includes(CLAUDE_SENTINEL)) bad.push(`a job's jail holds no stand-in of ${label}: its Claude Code is logged out`);
   if (status.why) bad.push(`the login broker does not answer (${status.why})`);
   else if (status.problem) bad.push(`the login broker: ${short(status.problem, 200)}`);
+  const tunnels = [...r.out.matchAll(/^tunnel (\S+)$/gm)].map((m) => m[1]);
+  if (tunnels.length) bad.push(`a job's CONNECT through the broker (${tunnels.join(", ")}) REACHED the box's loopback`);
+  if (/^HTTP\/1\.1 200/.test(fromTheBox)) bad.push("the broker's proxy TUNNELS to the box's loopback");
+  else if (!status.why && !(/^HTTP\/1\.1 403/.test(fromTheBox) && fromTheBox.includes("the box's loopback")))
+    bad.push(`the broker's proxy did not refuse the box's loopback by name (it answered ${short(fromTheBox, 80) || "nothing"})`);
+  else if (box.reached.count && !tunnels.length) bad.push("something REACHED the probe's listener on the box's loopback");
   const profile = /profile (\d+)/.exec(after || "")?.[1];
   if (kind === "real" && tokens.length && profile !== "200")
     bad.push(`Anthropic answered a job's request through the broker with ${profile || short(after, 80)} (the account's profile): run 'claude' in 'box shell' and log in again`);
   if (bad.length) return { ok: false, detail: bad.join("; ") };
-  if (!tokens.length) return { ok: true, detail: `${cfg.broker.login} holds no login Claude Code wrote, and no job's jail holds it` };
+  const loopback = "; a job's CONNECT through the broker to the box's loopback reached nothing, and the broker refuses it by name";
+  if (!tokens.length) return { ok: true, detail: `${cfg.broker.login} holds no login Claude Code wrote, and no job's jail holds it${loopback}` };
   return {
     ok: true,
     detail:
       `a job's jail holds a sentinel of its run's, not ${label}, which the login broker holds` +
-      (kind === "real" ? `; a request with it through the broker got the account's profile (200)` : ""),
+      (kind === "real" ? `; a request with it through the broker got the account's profile (200)` : "") +
+      loopback,
   };
 }

@@ -23,7 +23,7 @@ class Result:
     not_proved: bool = False
 
 
-# `box check`'s exit codes (README lists them): every line ok, a line FAILs, and no line
+# `box check`'s exit codes (docs/walls.md lists them): every line ok, a line FAILs, and no line
 # FAILs but some are not proved (the internet URL out of reach). 2 is a usage error.
 ALL_OK, A_FAIL, NOT_PROVED = 0, 1, 3
 

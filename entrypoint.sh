@@ -9,13 +9,15 @@
 set -euo pipefail
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
+# shellcheck source=worker/paths
+. /usr/local/lib/imd-box/worker/paths
 
 die() { echo "imd-box: $*; the worker was not started" >&2; exit 78; }
 
 [ "$(/usr/bin/id -u)" = 0 ] || die "the entrypoint must start as root (got uid $(/usr/bin/id -u))"
 [ $# -gt 0 ] || die "no command given"
 
-/usr/local/lib/imd-box/firewall/init-firewall.sh || die "the firewall could not be set up"
+"$FIREWALL" || die "the firewall could not be set up"
 # For the HEALTHCHECK (worker/healthy): the walls were verified in this start.
 # /run is a fresh root-owned tmpfs each start; imd can read the marker, never write it.
 /usr/bin/install -d -m 755 /run/imd-box
@@ -37,4 +39,4 @@ done
 # Drop to `imd` (worker/as-imd: no capabilities, no_new_privs, private umask).
 # tini becomes PID 1 as `imd`: it reaps zombies and forwards `docker stop`'s
 # SIGTERM to the worker, which a root PID 1 without CAP_KILL cannot do.
-exec /usr/local/lib/imd-box/worker/as-imd /usr/bin/tini -- "$@"
+exec "$AS_IMD" /usr/bin/tini -- "$@"

@@ -11,6 +11,7 @@ BROWSER_DIR = f"{LIB}/browser"
 # V8's compiled code for the browser's MCP server, made by the build (browser/playwright-mcp).
 NODE_COMPILE_CACHE = f"{LIB}/node-compile-cache"
 AS_IMD = f"{WORKER_DIR}/as-imd"  # the one privilege drop
+FIREWALL = f"{LIB}/firewall/init-firewall.sh"  # the walls, which the entrypoint sets
 INSTALL_SH = f"{WORKER_DIR}/install.sh"
 # The Claude Code and the Codex the worker runs (as-imd names them in IDENTITYMD_CLAUDE_BIN
 # and IDENTITYMD_CODEX_BIN): the real ones, each run in a jail of its job's own (JAIL);

@@ -75,3 +75,46 @@ def test_sourcing_the_rooms_runs_nothing():
         r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=10)
         assert r.returncode == 0 and r.stderr == "", f"{room.name}: {r.stderr}"
         assert r.stdout.split(), f"{room.name} defines no function"
+
+
+def nested_functions(text: str) -> list[str]:
+    """Functions defined inside another one: each becomes a global of the jail once it runs."""
+    return re.findall(r"^[ \t]+([a-z_]+)\(\) \{", text, re.M)
+
+
+def shadows(text: str) -> set[str]:
+    """The jail's shared state a room declares `local`: the room would read and set its own."""
+    declared = {word.split("=")[0] for line in re.findall(r"^\s*local\s+(.*)$", text, re.M) for word in line.split()}
+    return declared & set(setters())
+
+
+def set_again(jail: str) -> set[str]:
+    """The jail's state its own lines (not the rooms) assign at their top level more than once."""
+    top = re.findall(r"^([a-z_]+)=", jail, re.M)
+    return {var for var in set(top) if top.count(var) > 1 and var in setters()}
+
+
+@pytest.mark.parametrize("room", ROOMS, ids=[r.name for r in ROOMS])
+def test_a_room_defines_no_function_inside_another_and_shadows_no_state(room):
+    text = room.read_text()
+    assert not nested_functions(text), f"{room.name} defines {nested_functions(text)} inside a function"
+    assert not shadows(text), f"{room.name} makes {sorted(shadows(text))} its own: the jail's state by that name"
+
+
+def test_the_jails_state_is_declared_once():
+    assert not set_again(JAIL), f"worker/jail sets {sorted(set_again(JAIL))} again after declaring it"
+
+
+def test_twins_the_rooms_old_leftovers_are_caught():
+    # codex_room's local login, state() and model_port() inside their rooms, hands= twice.
+    codex = (
+        (ROOT / "worker" / "jail.d" / "codex")
+        .read_text()
+        .replace("local options mode network hidden", "local options mode network login")
+    )
+    assert shadows(codex) == {"login"}
+    home = (ROOT / "worker" / "jail.d" / "home").read_text()
+    assert nested_functions(home.replace("state() {\n", "  state() {\n", 1)) == ["state"]
+    assert set_again(
+        JAIL.replace('case "$runtime" in git | forge) hands=', 'hands=\ncase "$runtime" in git | forge) hands=')
+    ) == {"hands"}

@@ -20,11 +20,10 @@ SHARED = [
     ("a failed download", f'die "{protocol.DOWNLOAD_FAILED} ', ["worker/install.sh"]),
     ("the worker's help", protocol.HELP_LINE, ["worker/install.sh"]),
     ("its exit code", protocol.HELP_EXIT, ["worker/install.sh"]),
-    ("the privilege drop", layout.AS_IMD, ["entrypoint.sh"]),
     ("the worker's view", layout.WORKER_VIEW, ["Dockerfile"]),
     ("the door", layout.DOOR, ["Dockerfile"]),
     ("the sandbox's bubblewrap", layout.SANDBOX_BWRAP, ["image/claude-code/managed-settings.json"]),
-    ("the browser's compile cache", layout.NODE_COMPILE_CACHE, ["browser/playwright-mcp", "Dockerfile"]),
+    ("the browser's compile cache", layout.NODE_COMPILE_CACHE, ["Dockerfile"]),
     ("Claude Code's managed settings", layout.CLAUDE_SETTINGS, ["Dockerfile"]),
     ("the extra CA certificates", layout.CA_DIR, ["Dockerfile"]),
     ("the firewall's iptables", layout.IPTABLES, ["firewall/init-firewall.sh"]),
@@ -54,6 +53,10 @@ def test_the_scripts_paths_are_layouts():
     paths = shared_paths()
     assert {
         "HOME_DIR": names.HOME,
+        "LIB": layout.LIB,
+        "AS_IMD": layout.AS_IMD,
+        "FIREWALL": layout.FIREWALL,
+        "COMPILE_CACHE": layout.NODE_COMPILE_CACHE,
         "WORKER_DIR": layout.WORKER_DIR,
         "JAIL": layout.JAIL,
         "ROOMS": layout.JAIL_ROOMS,
@@ -84,3 +87,25 @@ def test_the_scripts_paths_are_layouts():
         "worker/broker/ask",
     ):
         assert f". {layout.PATHS}\n" in (ROOT / script).read_text(), script
+
+
+# The box's shell scripts, sourced files among them (install.sh and run.sh, which the tests run on
+# this machine too, take their places from their environment).
+SCRIPTS = sorted(
+    p
+    for folder in ("worker", "browser", "firewall")
+    for p in (ROOT / folder).rglob("*")
+    if p.is_file()
+    and not p.is_symlink()
+    and (p.read_bytes().startswith(b"#!/bin/bash") or p.read_bytes().startswith(b"# shellcheck shell=bash"))
+)
+SOURCE_PATHS = f". {layout.PATHS}\n"
+
+
+@pytest.mark.parametrize("script", [*SCRIPTS, ROOT / "entrypoint.sh"], ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_script_names_the_boxs_paths_from_worker_paths(script):
+    if script.name == "paths":
+        return
+    text = script.read_text().replace(SOURCE_PATHS, "").replace("# shellcheck source=worker/paths\n", "")
+    for place in (layout.LIB, names.HOME):
+        assert place not in text, f"{script.relative_to(ROOT)} spells {place} itself: name it from worker/paths"

@@ -3,7 +3,7 @@
 # `imd`, with the runtime(s) and concurrency saved in the volume.
 set -euo pipefail
 
-settings="${HOME:-/home/imd}/.imd-box/settings.env"
+settings="$HOME/.imd-box/settings.env"
 die() { echo "imd-box: $*; the worker was not started" >&2; exit 1; }
 # The box command as the Mac names it for this box's seat (box sets it; plain `box` when
 # this script runs outside a box).

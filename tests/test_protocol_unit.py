@@ -73,6 +73,9 @@ def test_the_scripts_paths_are_layouts():
         "VIEW": layout.WORKER_VIEW,
         "LOGIN": layout.CLAUDE_LOGIN,
     }.items() <= paths.items(), paths
+    # The browser's launcher finds the compile cache beside its own folder (the tests run it here).
+    assert '"${here%/*}/node-compile-cache"' in (ROOT / "browser" / "playwright-mcp").read_text()
+    assert f"{layout.BROWSER_DIR.rsplit('/', 1)[0]}/node-compile-cache" == layout.NODE_COMPILE_CACHE
     # The door, in C, names the same: where it runs the launchers, and its socket.
     door = (ROOT / "worker" / "door" / "door.c").read_text()
     assert f'#define WORKER_DIR "{layout.WORKER_DIR}"' in door

@@ -1140,7 +1140,7 @@ def test_a_line_cut_off_at_the_probes_limit_leaves_no_canaries(check, docker_cli
 
 
 # The probe's canary text (what it writes at each path the jail must not read).
-CANARY_TEXT = json.loads(re.search(r"const CANARY_TEXT = (\"[^\n]*\");", (PROBE_DIR / "jail.mjs").read_text()).group(1))
+CANARY_TEXT = json.loads(re.search(r"const CANARY_TEXT = (\"[^\n]*\");", (PROBE_DIR / "home.mjs").read_text()).group(1))
 
 
 def canaries_in(client, image: str, volume: str) -> list:

@@ -13,6 +13,7 @@ from typing import Optional
 import pytest
 
 from imdbox import names
+from imdbox.check import bundle as bundler
 from imdbox.check import counters, runner
 from imdbox.check.command import load_targets
 from imdbox.check.counters import Counted
@@ -184,10 +185,8 @@ def test_probe_script_parses(tmp_path):
 def test_the_probe_is_its_parts_less_their_imports_of_each_other(tmp_path):
     """Each part is a module of its own; the bundle declares every name the parts declare,
     once, and imports each of node's modules once."""
-    import re
-
     bundle = runner.probe_source()
-    parts = [(runner.PROBE_DIR / f"{p}.mjs").read_text() for p in runner.PROBE_PARTS]
+    parts = [(bundler.PROBE_DIR / p).read_text() for p in bundler.probe_order()]
     declared = re.compile(r"^(?:export )?(?:async function|function|const|let) (\w+)", re.M)
     assert sorted(declared.findall(bundle)) == sorted(n for text in parts for n in declared.findall(text))
     assert "export " not in "\n".join(line[:7] for line in bundle.splitlines())
@@ -196,7 +195,108 @@ def test_the_probe_is_its_parts_less_their_imports_of_each_other(tmp_path):
     assert len({line.split(" from ")[1] for line in imports}) == len(imports)
     (tmp_path / "x.mjs").write_text('import {\n  a,\n} from "./base.mjs";\n')
     with pytest.raises(ValueError, match="one import per line"):
-        runner.probe_source(["x"], tmp_path)
+        bundler.probe_source(tmp_path, "x.mjs")
+
+
+PART_IMPORT = re.compile(r'^import .* from "\./([\w-]+\.mjs)";$', re.M)
+
+
+def part_imports(name: str) -> list[str]:
+    return PART_IMPORT.findall((bundler.PROBE_DIR / name).read_text())
+
+
+def test_the_probe_puts_each_part_after_the_parts_it_imports():
+    order = bundler.probe_order()
+    assert order[-1] == "main.mjs" and len(set(order)) == len(order)
+    assert sorted(order) == sorted(p.name for p in bundler.PROBE_DIR.glob("*.mjs")), "a part main.mjs never reaches"
+    for i, name in enumerate(order):
+        for dep in part_imports(name):
+            assert dep in order[:i], f"{name} comes before {dep}, which it imports"
+
+
+def test_only_main_imports_a_walls_part():
+    """The walls' parts share what they need through parts of their own (base, home, attempts,
+    jobs, shipped), never through each other: only main.mjs imports a part that holds a wall."""
+    main = (bundler.PROBE_DIR / "main.mjs").read_text()
+    table = main[main.index("const CHECKS = {") + len("const CHECKS = {") :].split("}")[0]
+    checks = {item.split(":")[-1].strip() for item in table.split(",")} - {""}
+    exports = re.compile(r"^export (?:async function|function|const) (\w+)", re.M)
+    walls = {p.name for p in bundler.PROBE_DIR.glob("*.mjs") if checks & set(exports.findall(p.read_text()))}
+    assert {"box.mjs", "network.mjs", "jail.mjs", "root.mjs", "hands.mjs", "view.mjs", "login.mjs"} <= walls
+    for name in bundler.probe_order():
+        if name != "main.mjs":
+            assert not set(part_imports(name)) & walls, f"{name} imports a wall's part"
+
+
+def write_parts(directory, parts: dict[str, str]):
+    for name, text in parts.items():
+        (directory / name).write_text(text)
+
+
+def test_the_order_is_the_one_node_runs_modules_in(tmp_path):
+    """Each part after its imports, in the order of its import lines: the order node itself
+    runs them in as ES modules, which the bundle keeps."""
+    log = 'import fs from "node:fs";\n'
+    write_parts(
+        tmp_path,
+        {
+            "main.mjs": f'{log}import {{ a }} from "./a.mjs";\nimport {{ b }} from "./b.mjs";\nfs.writeSync(1, `main ${{a}}${{b}}\\n`);\n',
+            "a.mjs": f'{log}import {{ c }} from "./c.mjs";\nexport const a = c + 1;\nfs.writeSync(1, "a\\n");\n',
+            "b.mjs": f'{log}import {{ c }} from "./c.mjs";\nexport const b = c + 2;\nfs.writeSync(1, "b\\n");\n',
+            "c.mjs": f'{log}export const c = 1;\nfs.writeSync(1, "c\\n");\n',
+        },
+    )
+    assert bundler.probe_order(tmp_path) == ["c.mjs", "a.mjs", "b.mjs", "main.mjs"]
+    bundle = bundler.probe_source(tmp_path)
+    assert bundle.count('import fs from "node:fs";') == 1
+    node = subprocess.run(["which", "node"], capture_output=True, text=True).stdout.strip()
+    if not node:
+        pytest.skip("node is not installed here")
+    as_modules = subprocess.run([node, str(tmp_path / "main.mjs")], capture_output=True, text=True)
+    as_one = subprocess.run([node, "--input-type=module", "-e", bundle], capture_output=True, text=True)
+    assert as_modules.returncode == as_one.returncode == 0, (as_modules.stderr, as_one.stderr)
+    assert as_one.stdout == as_modules.stdout == "c\na\nb\nmain 23\n"
+
+
+def test_an_import_circle_is_refused_by_name(tmp_path):
+    write_parts(
+        tmp_path,
+        {
+            "main.mjs": 'import { a } from "./a.mjs";\nconsole.log(a);\n',
+            "a.mjs": 'import { b } from "./b.mjs";\nexport const a = 1;\nexport const a2 = b;\n',
+            "b.mjs": 'import { a } from "./a.mjs";\nexport const b = a;\n',
+        },
+    )
+    with pytest.raises(ValueError, match=r"an import circle among the probe's parts: a\.mjs -> b\.mjs -> a\.mjs$"):
+        bundler.probe_source(tmp_path)
+    with pytest.raises(ValueError, match="import circle"):
+        bundler.probe_order(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "main, other, why",
+    [
+        (
+            'import { b } from "./b.mjs";\n',
+            "export const a = 1;\n",
+            "main.mjs imports from b.mjs what it does not export: b",
+        ),
+        ('import { b } from "./gone.mjs";\n', "", "main.mjs imports gone.mjs, which is not in"),
+        ('import b from "./b.mjs";\n', "export const b = 1;\n", "a part's own names only"),
+        ('import { b as c } from "./b.mjs";\n', "export const b = 1;\n", "a part's own names only"),
+        ('import { b } from "../b.mjs";\n', "export const b = 1;\n", 'another part is imported as "./name.mjs"'),
+        ('import { b } from "./b.mjs";\n', "const b = 1;\nexport { b };\n", "an export of a declaration only"),
+        (
+            'import fs from "node:fs";\nimport { b } from "./b.mjs";\n',
+            'import fsx from "node:fs";\nexport const b = fsx;\n',
+            "one name",
+        ),
+    ],
+)
+def test_what_the_bundler_refuses(tmp_path, main, other, why):
+    write_parts(tmp_path, {"main.mjs": main, "b.mjs": other})
+    with pytest.raises(ValueError, match=re.escape(why)):
+        bundler.probe_source(tmp_path)
 
 
 def test_targets_file(tmp_path):

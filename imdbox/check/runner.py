@@ -45,45 +45,10 @@ from ..layout import (
 )
 from ..runflags import PIDS_LIMIT, SYSTEM_PATH, RunFlags
 from . import counters
+from .bundle import PROBE_DIR as PROBE_DIR
+from .bundle import probe_source
 from .report import Report, Result
 from .walls import FROM_A_JOBS_JAIL, WALLS
-
-# The probe, in parts that are ES modules of their own (each linted as one), and shipped as
-# one script: probe_source() puts them together in this order.
-PROBE_DIR = Path(__file__).with_name("probe")
-PROBE_PARTS = ("base", "box", "network", "jail", "view", "login", "main")
-_IMPORT = re.compile(r'^import (?:(\w+)|\{ ([\w, ]+) \}) from "([^"]+)";$')
-
-
-def probe_source(parts: Sequence[str] = PROBE_PARTS, directory: Path = PROBE_DIR) -> str:
-    """The parts as one script: each import of another part goes (its names are the
-    script's own then), node's built-in modules are imported once at the top, `export`
-    goes. An import over several lines, or of another kind, is refused: this is not a
-    bundler for any JS, only for these files."""
-    defaults: dict[str, str] = {}
-    named: dict[str, list[str]] = {}
-    bodies = []
-    for part in parts:
-        lines = (directory / f"{part}.mjs").read_text().splitlines()
-        for n, line in enumerate(lines, 1):
-            if not line.startswith("import "):
-                bodies.append(line[len("export ") :] if line.startswith("export ") else line)
-                continue
-            m = _IMPORT.match(line)
-            if m is None:
-                raise ValueError(f"{part}.mjs:{n}: one import per line, of a default or of names: {line}")
-            default, names_, module = m.groups()
-            if module.startswith("./"):
-                continue
-            if default:
-                defaults[module] = default
-            else:
-                have = named.setdefault(module, [])
-                have += [x.strip() for x in names_.split(",") if x.strip() not in have]
-    imports = [f'import {name} from "{module}";' for module, name in sorted(defaults.items())]
-    imports += [f'import {{ {", ".join(names_)} }} from "{module}";' for module, names_ in sorted(named.items())]
-    return "\n".join([*imports, *bodies]) + "\n"
-
 
 RESULT_MARK = "IMD-BOX-CHECK "
 # The IMD control plane's health URL (the worker's DEFAULT_SERVER, api.imd.fun): the

@@ -1,12 +1,13 @@
 // box check's probe, the Claude login (line 25): no job's jail holds the owner's Claude login. A
 // job's Claude Code holds a sentinel of its run's, which the login broker (worker/broker) swaps
 // for the owner's token on the way to Anthropic.
-// One script with the other parts when it runs (imdbox/check/runner.py probe_source).
+// One script with the other parts when it runs (imdbox/check/bundle.py).
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { cfg, tool, short, run, unusable } from "./base.mjs";
-import { CANARY, CLAUDE_SENTINEL, claudeLogin, inAJobsJail, letLoginGo, makeDirs, readRegular, secretPaths } from "./jail.mjs";
+import { CANARY, CLAUDE_SENTINEL, claudeLogin, letLoginGo, makeDirs, readRegular, secretPaths } from "./home.mjs";
+import { inAJobsJail } from "./jobs.mjs";
 
 export const MADE_LOGIN = [];
 const END = "IMD-LOGIN-END";

@@ -1,9 +1,12 @@
 // box check's probe, every line run, each within its limit, and the one result line printed.
-// One script with the other parts when it runs (imdbox/check/runner.py probe_source).
+// One script with the other parts when it runs (imdbox/check/bundle.py).
 import { cfg, LINE_MS, IN_JAIL, RESULT_MARK, short } from "./base.mjs";
 import { user, capabilities, noNewPrivs, seccomp, mounts, firewall, resources, secrets, readOnly, image } from "./box.mjs";
 import { mac, lan, tailscale, metadata, multicast, ipv6, dnsWall, internet, browser, hostAddrs, fromJobsJail } from "./network.mjs";
-import { cleanup, letLoginGo, MADE, MADE_HANDS, readJail, jailedRoot, workerHands } from "./jail.mjs";
+import { cleanup, letLoginGo, MADE } from "./home.mjs";
+import { readJail } from "./jail.mjs";
+import { jailedRoot } from "./root.mjs";
+import { MADE_HANDS, workerHands } from "./hands.mjs";
 import { MADE_VIEW, workerView } from "./view.mjs";
 import { MADE_LOGIN, loginBroker } from "./login.mjs";
 

@@ -1,13 +1,14 @@
 // box check's probe, the network walls: the Mac, your networks, Tailscale, metadata, multicast,
 // IPv6, DNS, the internet, the browser, the host's addresses.
-// One script with the other parts when it runs (imdbox/check/runner.py probe_source).
+// One script with the other parts when it runs (imdbox/check/bundle.py).
 import dns from "node:dns";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { cfg, HOME, PORT, TOOL_MS, LINE_MS, CONNECT_MS, V6_CONNECT_MS, BROWSER_BUDGET_MS, BROWSER_SLACK_MS, IN_JAIL, RESULT_MARK, REFUSALS, short, run, unusable, tcp, udp, refusedAll, dnsQuery, within } from "./base.mjs";
-import { secretPaths, makeDirs, inAJobsJail, CANARY, MADE } from "./jail.mjs";
+import { secretPaths, makeDirs, CANARY, MADE } from "./home.mjs";
+import { inAJobsJail } from "./jobs.mjs";
 
 // ------------------------------------------------------------------ the network walls
 

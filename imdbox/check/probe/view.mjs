@@ -1,9 +1,9 @@
 // box check's probe, the worker's view (line 24): what the worker can run and read there.
-// One script with the other parts when it runs (imdbox/check/runner.py probe_source).
+// One script with the other parts when it runs (imdbox/check/bundle.py).
 import fs from "node:fs";
 import path from "node:path";
 import { cfg, tool, HOME, run, short, unusable } from "./base.mjs";
-import { CANARY, CLAUDE_SENTINEL, makeCanary, makeDirs, secretPaths } from "./jail.mjs";
+import { CANARY, CLAUDE_SENTINEL, makeCanary, makeDirs, secretPaths } from "./home.mjs";
 
 export const MADE_VIEW = [];
 

@@ -21,9 +21,9 @@ CHECK_SCRIPT = f"{BROWSER_DIR}/check.mjs"
 CHECK_SECONDS = 30
 # Debian's chromium-headless-shell; the /usr/bin name is a wrapper script around it.
 HEADLESS_SHELL = "/usr/lib/chromium/chromium-headless-shell"
-MCP_VERSION = "0.0.82"  # @playwright/mcp, pinned in image/package.json
+MCP_VERSION = "0.0.86"  # @playwright/mcp, pinned in image/package.json
 # The MCP methods website work uses, one `--enable` each: the names Playwright MCP
-# 0.0.82 itself answers to `tools/list` (tests/test_browser.py asks the installed
+# 0.0.86 itself answers to `tools/list` (tests/test_browser.py asks the installed
 # server). Left out: file upload, drag and drop, dialogs, resizing, media
 # emulation, going back, single-request detail, find, and run_code_unsafe.
 TOOLS = (

@@ -1,4 +1,4 @@
-"""The box's browser against the real engine: Playwright MCP 0.0.82 driving Chrome
+"""The box's browser against the real engine: Playwright MCP 0.0.86 driving Chrome
 Headless Shell inside a walled box, with Chromium's own sandbox on.
 
 Every box here is on the harness's --internal networks; the only targets are the

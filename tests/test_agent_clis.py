@@ -22,7 +22,7 @@ from tests.harness import boxes, jobs
 from tests.test_check import TEST_TARGETS, jail_with, patched_image, script_with, show
 
 # In a parallel run (-n) one worker runs every test of the installed CLIs: one install serves them.
-pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.XDIST_GROUP)]
+pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[1])]
 
 MANAGED = json.loads((names.REPO_ROOT / "image" / "claude-code" / "managed-settings.json").read_text())
 DEBUG_LOG = "/tmp/claude-debug.log"
@@ -121,12 +121,15 @@ def test_breaking_twin_without_fail_if_unavailable_claude_starts_unsandboxed(
 # jail asks Codex for it as for a job: worker/jail). The twin is the jail's own text with both
 # parts of that ask broken, the login readable and the network off: each shows on its own.
 CODEX_BREAKS = (
-    ('login="\\"$HOME_DIR/.codex\\"=\\"none\\""', 'login="\\"$HOME_DIR/.codex\\"=\\"read\\""'),
+    ('hidden="\\"$HOME_DIR/.codex\\"=\\"none\\""', 'hidden="\\"$HOME_DIR/.codex\\"=\\"read\\""'),
     ('"permissions.imdbox.network.enabled=$network"', '"permissions.imdbox.network.enabled=false"'),
 )
 # The twin of the workspace's part: the profile also denies the job's working directory.
 HIDE_WORKSPACE = (
-    ('files="\\"$HOME_DIR\\"=\\"write\\",$login"', 'files="\\"$HOME_DIR\\"=\\"write\\",$login,\\"$cwd\\"=\\"none\\""'),
+    (
+        'files="\\"$HOME_DIR\\"=\\"write\\",$hidden"',
+        'files="\\"$HOME_DIR\\"=\\"write\\",$hidden,\\"$cwd\\"=\\"none\\""',
+    ),
 )
 
 

@@ -25,7 +25,7 @@ from tests.harness import agents as agents_mod
 from tests.harness import jobs, login
 from tests.harness.boxes import as_imd
 
-pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.XDIST_GROUP)]
+pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[0])]
 
 PROXY = f"http://127.0.0.1:{layout.BROKER_PORT}"
 

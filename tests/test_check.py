@@ -438,9 +438,7 @@ def test_6_worker_keeps_net_admin_and_reads_the_rules(check, has_browser):
 
 
 def test_6_no_firewall_at_all(check, has_browser):
-    report = check(
-        patch=entrypoint_with("/usr/local/lib/imd-box/firewall/init-firewall.sh ||", "true ||"), network=True
-    )
+    report = check(patch=entrypoint_with('"$FIREWALL" ||', "true ||"), network=True)
     network = {"mac", "lan", "tailscale", "metadata", "multicast", "ipv6", "dns", "jailed_root", "host_addrs"}
     expect_failed(report, {"firewall"} | network, has_browser)
     assert "no verified firewall" in report.by_id("firewall").detail

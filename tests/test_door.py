@@ -32,7 +32,7 @@ from tests.harness import boxes, jobs
 from tests.harness.boxes import as_imd, in_view
 from tests.harness.jobs import HOME, SECRETS
 
-pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.XDIST_GROUP)]
+pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[0])]
 
 KEY = SECRETS["device key"]
 WHERE = f"if [ -e {KEY} ]; then echo UNJAILED; else echo jailed; fi"

@@ -36,7 +36,7 @@ from tests.harness.boxes import as_imd, in_view
 from tests.harness.jobs import HOME, SECRETS
 from tests.test_check import door_with, patched_image, script_with
 
-pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.XDIST_GROUP)]
+pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[1])]
 
 KEY = SECRETS["device key"]
 LEAKS = f"{HOME}/imdt-leaks"  # where each hostile step puts what it copied: the worker reads it

@@ -28,7 +28,7 @@ from tests.harness.login import in_the_jail
 from tests.test_agent_clis import UNDEFENDED_LAUNCHER
 from tests.test_check import patched_image
 
-pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.XDIST_GROUP)]
+pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[1])]
 
 LOGIN = SECRETS["login"]
 LINK = object()  # a planted file that is a link to the login

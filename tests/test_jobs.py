@@ -27,7 +27,7 @@ from tests.harness.jobs import HOME, SECRETS, WORK_ROOT
 from tests.test_agent_clis import managed_with
 from tests.test_check import jail_with, patched_image
 
-pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.XDIST_GROUP)]
+pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[0])]
 
 # The test world cannot reach claude.ai, where WebFetch asks whether a domain may be
 # fetched: the owner's own settings (the launcher binds them read-only) skip that ask.

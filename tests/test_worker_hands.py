@@ -25,7 +25,7 @@ from tests.harness import hands, jobs
 from tests.harness.boxes import as_imd
 from tests.harness.jobs import HOME, WORK_ROOT
 
-pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.XDIST_GROUP)]
+pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[1])]
 
 KEYED_JS = (Path(__file__).with_name("harness") / "keyed_tool.mjs").read_text()
 DEVICE_KEY = f"{HOME}/.identitymd/config.json"

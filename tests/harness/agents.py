@@ -5,8 +5,10 @@ runs in a one-off box made from the product's RunFlags, on Docker's default brid
 network with every wall up, and installs the latest @anthropic-ai/claude-code,
 @openai/codex and @vibe-kit/grok-cli. That box is the only one of these tests that reaches
 off this machine, and only npm (package installs). Install time and the volume's size are
-printed (pytest -s shows them). One install serves every test that asks for `agents`
-(the tests that use it share one xdist group, so one worker).
+printed (pytest -s shows them). Each test process installs once, for every test of its that
+asks for `agents`: the modules that use them go in one of two xdist groups (GROUPS), each run by
+one worker with an install of its own, so that the two halves run side by side and no two
+workers share a volume the tests change.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from imdbox import install
 from tests.harness import boxes
 
 RUNTIMES = ["claude", "codex", "grok"]
-XDIST_GROUP = "agent_clis"  # every module whose tests use the installed CLIs
+# Every module whose tests use the installed CLIs is in one of these, about half the time each.
+GROUPS = ("agent_clis", "agent_clis_2")
 
 
 @contextlib.contextmanager

@@ -105,7 +105,9 @@ async function repositorySettings(workspace) {
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
       NO_COLOR: "1",
     };
-    const r = await run("claude", ["-p", "imd-box check", "--max-turns", "1", "--output-format", "stream-json", "--verbose", "--no-session-persistence"], { cwd: dir, env });
+    // Claude Code is the heaviest program the probe starts (a jail, its login from the broker,
+    // a binary of hundreds of MB): on a machine busy with jobs, twice a tool's time.
+    const r = await run("claude", ["-p", "imd-box check", "--max-turns", "1", "--output-format", "stream-json", "--verbose", "--no-session-persistence"], { cwd: dir, env, timeout: 2 * TOOL_MS });
     return { r, asked, ran: ["hook", "helper"].filter((what) => fs.existsSync(path.join(dir, what))) };
   } finally {
     model.close();

@@ -4,11 +4,13 @@ the test suite's internal networks."""
 from __future__ import annotations
 
 import json
+import statistics
 import time
 from typing import TYPE_CHECKING
 
-from bench.common import GOALS, PREFIX, log, tail
+from bench.common import GOALS, PREFIX, cost_row, log, tail
 from bench.report import Row
+from imdbox import engine
 from tests.harness import boxes
 from tests.harness import machine as test_machine  # the test topology: one per machine, under the tests' lock
 
@@ -52,6 +54,7 @@ def _check_harness(bench: Bench, label: str) -> None:
     from tests.harness import topology as topo_mod
 
     row = Row(label, goal=GOALS["check"], note="run_check (what `box check` runs) on the test networks")
+    bare = Row("a bare walled start", note="the same box's flags: the entrypoint, the walls set and verified, `true`")
     volume = f"{PREFIX}checkhome-{bench.run_id}"
     bench.client.volumes.create(volume, labels={"imd-bench": "1"})
     targets = topo_mod.check_targets()
@@ -61,11 +64,13 @@ def _check_harness(bench: Bench, label: str) -> None:
             topo = topo_mod.build(bench.client, bench.image)
             try:
                 fails: set[str] = set()
+                eng = boxes.engine_of(bench.client, image=bench.image, volume=volume)
+                slowest: dict[str, list[int]] = {}
                 for i in range(bench.args.runs):
                     log(f"check {i + 1}/{bench.args.runs}")
                     t0 = time.perf_counter()
                     report = run_check(
-                        boxes.engine_of(bench.client, image=bench.image, volume=volume),
+                        eng,
                         image=bench.image,
                         volume=volume,
                         networks=topo.network_names,
@@ -76,6 +81,18 @@ def _check_harness(bench: Bench, label: str) -> None:
                     )
                     row.samples.append(time.perf_counter() - t0)
                     fails |= set(report.failed())
+                    for wall, ms in report.probe_ms.items():
+                        slowest.setdefault(wall, []).append(ms)
+                    # Side by side with the check, the same box started bare: what a start costs.
+                    log(f"bare start {i + 1}/{bench.args.runs}")
+                    flags = engine.flags(eng, "check", ["/bin/true"], network_name=topo.network_names[0])
+                    t0 = time.perf_counter()
+                    code, out = engine.run_oneoff(eng, flags)
+                    if code != 0:
+                        raise RuntimeError(f"a bare walled start failed: {tail(out)}")
+                    bare.samples.append(time.perf_counter() - t0)
+                lines = sorted(slowest.items(), key=lambda kv: -statistics.median(kv[1]))[:4]
+                row.note += "; slowest lines: " + ", ".join(f"{w} {statistics.median(ms):.0f} ms" for w, ms in lines)
                 if fails:
                     row.note += f"; FAIL lines: {', '.join(sorted(fails))}"
             finally:
@@ -85,3 +102,5 @@ def _check_harness(bench: Bench, label: str) -> None:
     finally:
         bench.remove_volume(volume)
     bench.rows.append(row)
+    if bare.samples and row.samples:
+        bench.rows += [bare, cost_row("`box check` / a bare walled start", row, bare, GOALS["check_starts"])]

@@ -49,7 +49,8 @@ def test_box_check_cli_json_and_svg(docker_client, box_image, topology, tmp_path
     rows = json.loads(out.stdout)
     bad = [r for r in rows if not r["ok"]]
     assert out.returncode == (1 if bad else 0)
-    assert len(rows) == 25 and set(rows[0]) == {"wall", "ok", "proved", "detail"}
+    assert len(rows) == 25 and set(rows[0]) == {"wall", "ok", "proved", "detail", "ms"}
+    assert all(isinstance(r["ms"], int) for r in rows), rows  # where its time went, line by line
     assert bad == [], json.dumps(bad, indent=1) + out.stderr
     by_wall = {r["wall"].split(":")[0]: r["detail"] for r in rows}
     assert "GET http://198.51.100.10/ -> 200" in by_wall["the internet"]

@@ -327,7 +327,7 @@ def test_render_and_svg():
 def test_json_shape():
     results, _ = runner.parse(box_output(all_ok()), WALLS_UP, 0)
     rows = Report(results, 1.0).as_json()
-    assert len(rows) == len(WALLS) and set(rows[0]) == {"wall", "ok", "proved", "detail"}
+    assert len(rows) == len(WALLS) and set(rows[0]) == {"wall", "ok", "proved", "detail", "ms"}
 
 
 def test_check_help_is_fast_and_lists_the_options():

@@ -56,7 +56,12 @@ class Report:
         return NOT_PROVED if all(r.ok or r.not_proved for r in self.results) else A_FAIL
 
     def as_json(self) -> list[dict]:
-        return [{"wall": r.wall, "ok": r.ok, "proved": not r.not_proved, "detail": r.detail} for r in self.results]
+        """Each line, and the milliseconds its probe took (where the check's time goes; a line the
+        probe gave no result for has none)."""
+        return [
+            {"wall": r.wall, "ok": r.ok, "proved": not r.not_proved, "detail": r.detail, "ms": self.probe_ms.get(r.id)}
+            for r in self.results
+        ]
 
 
 # Where a line's evidence starts, under its wall's name: past "NN FAIL ".

@@ -156,6 +156,50 @@ def test_a_browser_that_fails_its_probe_is_said(home, feed):
     assert "not ready yet: " in r.stdout and "did not answer its probe (--version)" in r.stdout
 
 
+def hostile_release_and_home(home: Path, feed: Path) -> dict[str, Path]:
+    """A worker release whose package runs a postinstall, and a ~/.npmrc the worker wrote whose
+    script-shell and node-options would run its code: each leaves a mark where it ran. The
+    install box holds the owner's logins: none may run there. The marks, by what left them."""
+    marks = {what: home / f"ran-{what}" for what in ("postinstall", "script-shell", "node-options")}
+    (home / "shell.sh").write_text(f'#!/bin/sh\ntouch {marks["script-shell"]}\nexec /bin/sh "$@"\n')
+    (home / "shell.sh").chmod(0o755)
+    (home / "options.js").write_text(f'require("fs").writeFileSync({str(marks["node-options"])!r}, "");\n')
+    (home / ".npmrc").write_text(f"script-shell={home / 'shell.sh'}\nnode-options=--require {home / 'options.js'}\n")
+    # Run by node, which takes npm's node-options on the way.
+    scripts = {"postinstall": f"node -e \"require('fs').writeFileSync('{marks['postinstall']}', '')\""}
+    for name, data in fake_worker.release(**fake_worker.RELEASES["v1"], scripts=scripts).items():
+        (feed / "scripted").mkdir(exist_ok=True)
+        (feed / "scripted" / name).write_bytes(data)
+    return marks
+
+
+def test_the_install_box_runs_nothing_of_the_workers(home, feed, tmp_path):
+    marks = hostile_release_and_home(home, feed)
+    env = _env(home, feed, IMD_WORKER_URL=f"file://{feed}/scripted")
+    for mode in ("worker", "agents"):
+        r = _sh(INSTALL, env, mode)
+        assert r.returncode == 0, r.stdout + r.stderr
+    assert _installed_version(env) == f"imd — IdentityMD contributor daemon (v{V1})"
+    assert [m.name for m in marks.values() if m.exists()] == []
+
+
+def test_twin_an_install_box_that_takes_the_workers_npmrc_and_scripts(home, feed, tmp_path):
+    # install.sh before the fix: npm with the home's configuration, the release's scripts run.
+    text = INSTALL.read_text()
+    for old in (
+        " --ignore-scripts",
+        "export NPM_CONFIG_USERCONFIG=/dev/null NPM_CONFIG_GLOBALCONFIG=/nonexistent/npmrc\n",
+    ):
+        assert text.count(old) == 1, old
+        text = text.replace(old, "")
+    before = tmp_path / "install.sh"
+    before.write_text(text)
+    marks = hostile_release_and_home(home, feed)
+    r = _sh(before, _env(home, feed, IMD_WORKER_URL=f"file://{feed}/scripted"), "worker")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert {m.name for m in marks.values() if m.exists()} == {"ran-postinstall", "ran-script-shell", "ran-node-options"}
+
+
 def test_tampered_or_unlisted_tgz_is_refused_and_the_old_worker_stays(home, feed):
     env = _env(home, feed)
     assert _sh(INSTALL, env, "worker").returncode == 0

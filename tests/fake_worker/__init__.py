@@ -84,13 +84,17 @@ def worker_tgz(
     runtime_list: bool = False,
     tools: bool = True,
     alive_seconds: int = 2,
+    scripts: Optional[dict] = None,
 ) -> bytes:
     """The worker package as the release ships it (package/dist/cli.js, build.json),
     plus features.json, which only the stand-in reads. The liveness line comes every
-    `alive_seconds` (the real worker: 30) so a test sees a fresh line soon."""
+    `alive_seconds` (the real worker: 30) so a test sees a fresh line soon. `scripts`: npm's
+    lifecycle scripts of a release that has them (a hostile one)."""
     src = HERE / "worker"
     pkg = json.loads((src / "package.json").read_text())
     pkg["version"] = version
+    if scripts:
+        pkg["scripts"] = scripts
     features = {"runtimes": list(runtimes), "runtimeList": runtime_list, "tools": tools, "aliveSeconds": alive_seconds}
     files = {
         "package.json": json.dumps(pkg, indent=2).encode(),

@@ -195,7 +195,7 @@ def test_inputs_are_read_from_the_reads_and_outputs_go_apart_from_the_source(box
     assert built(after) and after["changed"] == ["src/Counter.sol"], after
     assert "artifacts/report.txt" not in after["bundledFiles"], after  # uploaded apart, not in the bundle
     # The output is gone once uploaded; the input is back for the repair pass, the worker's alone.
-    code, out = as_imd(box, f"cd {space} && ls artifacts/report.txt; stat -c %a .imd/reads/artifacts/spec.txt")
+    code, out = as_imd(box, f"cd {space} && ls artifacts/report.txt 2>&1; stat -c %a .imd/reads/artifacts/spec.txt")
     assert "No such file" in out and out.split()[-1] == "600", out
 
 

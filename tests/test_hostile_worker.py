@@ -4,9 +4,10 @@ The worker runs in its view (worker/door/view); the box's own programs outside i
 its launchers, the login broker and its helpers) sit next to the owner's Claude login. Here the
 worker does what a release might: it writes the home's dotfiles (~/.curlrc, ~/.netrc,
 ~/.gitconfig, ~/.npmrc), sets NODE_OPTIONS, BASH_ENV, LD_PRELOAD, CURL_HOME and GIT_CONFIG_* for
-every call it makes through the door, kills the login broker mid-job and floods the door with
-connections that send nothing; and a job tries the broker's port for the box's loopback, a
-private address and a host that is not Anthropic's. Each hostile step aims at the owner's login
+every call it makes through the door, kills the login broker mid-job, floods the door with
+connections that send nothing and moves the CLIs' packages aside in its view to make its own; and
+a job tries the broker's port for the box's loopback, a private address and a host that is not
+Anthropic's. Each hostile step aims at the owner's login
 (and the device key): where it got a copy, the copy is in LEAKS, a folder the worker reads.
 
 For each, the owner's login and the device key stay where they were and nowhere else, and the
@@ -509,5 +510,48 @@ def test_twin_a_jail_that_runs_the_link_as_it_is(docker_client, box_image, topol
     ):
         space = jobs.workspace()
         ran = turned_link(twin, space)
+        _, seized = as_imd(twin, f"cat {space}/seized")
+    assert CODEX_MARK in seized, (ran, seized)
+
+
+ASIDE = f"{HOME}/.npm-global/lib.imdt-aside"
+
+
+def moved_package(box, space: str) -> tuple[int, str]:
+    """In its view, the worker moves the folder that holds the CLIs' packages aside (the view's
+    stand-ins go with it) and makes a Codex of its own where the npm link leads, which copies what
+    its jail holds to the workspace; then it asks Codex its version, through the door. Its exit
+    code and output; the volume's packages are put back after."""
+    plant = (
+        f'real=$(realpath -e {CODEX_LINK}) && mv {HOME}/.npm-global/lib {ASIDE} && mkdir -p "$(dirname "$real")" '
+        f'&& printf \'#!/bin/sh\\ncat {CODEX_LOGIN} > "$PWD/seized"\\n\' > "$real" && chmod 755 "$real"'
+    )
+    try:
+        return as_imd(
+            box,
+            in_view(f'mkdir -p {space} && cd {space} && {{ {plant}; }} 2>&1; "$IDENTITYMD_CODEX_BIN" --version 2>&1'),
+        )
+    finally:
+        as_imd(box, f"[ ! -d {ASIDE} ] || {{ rm -rf {HOME}/.npm-global/lib && mv {ASIDE} {HOME}/.npm-global/lib; }}")
+
+
+def test_the_cli_packages_are_not_moved_aside_in_the_view(box):
+    space = jobs.workspace()
+    with codex_login(box):
+        code, out = moved_package(box, space)
+    assert "Device or resource busy" in out and code == 0 and "codex-cli" in out, out
+    assert as_imd(box, f"cat {space}/seized")[0] != 0
+
+
+def test_twin_a_view_whose_package_folders_move(docker_client, box_image, topology, agents, tmp_path, world):
+    # The view before the fix: the folders above the stand-ins are the volume's, as they are.
+    as_they_are = script_with("worker/door/view", layout.WORKER_VIEW, ('  view+=(--bind "$dir" "$dir")\n', ""))
+    with (
+        patched_image(docker_client, box_image, as_they_are) as image,
+        box_of(docker_client, image, topology, agents, tmp_path, world) as twin,
+        codex_login(twin),
+    ):
+        space = jobs.workspace()
+        ran = moved_package(twin, space)
         _, seized = as_imd(twin, f"cat {space}/seized")
     assert CODEX_MARK in seized, (ran, seized)

@@ -26,6 +26,9 @@ SANDBOX_BWRAP = f"{WORKER_DIR}/bwrap"
 WORKER_VIEW = f"{WORKER_DIR}/door/view"
 DOOR = f"{WORKER_DIR}/door/door"
 DOOR_DIR = "/tmp/.imd-box-door"  # its socket's folder, in the box's /tmp (no jail has it)
+# The launchers' marks of a node's runs and a job's network's pipes, in the box's /tmp: no jail
+# and not the worker's view has it.
+RUNS = "/tmp/.imd-box-runs"
 # The Claude login broker (worker/broker): its folder (the launchers' socket, the CA the jails
 # trust), outside every jail and the worker's view, and the port of its proxy in the box.
 BROKER_DIR = "/tmp/.imd-box-broker"

@@ -27,6 +27,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -221,11 +222,11 @@ def until(what, seconds: float = 120):
 FEW_RETRIES = {"CLAUDE_CODE_MAX_RETRIES": "2"}
 
 
-def across_a_restart(client, image, box, tls: dict) -> jobs.Run:
-    """A Claude job whose first command waits while the test kills the login broker (its node;
-    the supervisor starts it again), then goes on to a second step through the new broker."""
+def while_waiting(client, image, box, tls: dict, meanwhile: Callable[[], None]) -> jobs.Run:
+    """A Claude job from the worker's view whose first command waits while `meanwhile` runs, then
+    goes on to a second step."""
     space = jobs.workspace()
-    steps = [[jobs.bash(WAIT_FOR_GO)], [jobs.bash("echo after-the-restart")]]
+    steps = [[jobs.bash(WAIT_FOR_GO)], [jobs.bash("echo after-the-wait")]]
     done: dict = {}
     job = threading.Thread(
         target=lambda: done.update(
@@ -235,19 +236,29 @@ def across_a_restart(client, image, box, tls: dict) -> jobs.Run:
     job.start()
     try:
         until(lambda: as_imd(box, WAITING)[0] == 0)
-        old = until(lambda: broker_pid(box))
-        as_imd(box, f"kill -KILL {old}")
-        until(lambda: broker_pid(box) not in ("", old) and as_imd(box, f"{layout.BROKER_ASK} status")[0] == 0, 30)
+        meanwhile()
     finally:
         as_imd(box, f"touch {space}/go")
         job.join(300)
     return done["run"]
 
 
+def across_a_restart(client, image, box, tls: dict) -> jobs.Run:
+    """A job that waits while the test kills the login broker (its node; the supervisor starts it
+    again), then goes on through the new broker."""
+
+    def restart() -> None:
+        old = until(lambda: broker_pid(box))
+        as_imd(box, f"kill -KILL {old}")
+        until(lambda: broker_pid(box) not in ("", old) and as_imd(box, f"{layout.BROKER_ASK} status")[0] == 0, 30)
+
+    return while_waiting(client, image, box, tls, restart)
+
+
 def test_a_job_goes_on_across_a_restart_of_the_broker(docker_client, box_image, box, world):
     run = across_a_restart(docker_client, box_image, box, world[1])
     assert run.code == 0 and run.result(0, 0)["text"].strip() == "waited", run
-    assert run.result(1, 0)["text"].strip() == "after-the-restart", run
+    assert run.result(1, 0)["text"].strip() == "after-the-wait", run
     assert leaked(box) == ""
 
 
@@ -555,3 +566,40 @@ def test_twin_a_view_whose_package_folders_move(docker_client, box_image, topolo
         ran = moved_package(twin, space)
         _, seized = as_imd(twin, f"cat {space}/seized")
     assert CODEX_MARK in seized, (ran, seized)
+
+
+def planted_pid(client, image, box, tls: dict) -> tuple[jobs.Run, bool, str]:
+    """While a Claude job's command waits, the worker, in its view, writes the pid of a process
+    outside the view (as another job's, or the broker) into the launcher's pid file of the job's
+    network, which the launcher reads to end that network's pasta once the run ends. The run,
+    whether that process outlived it, and what the worker's side said."""
+    code, victim = as_imd(box, "nohup sleep 300 >/dev/null 2>&1 & echo $!")
+    assert code == 0, victim
+    victim = victim.strip()
+    said = []
+    # What the worker sees of the launchers' folder, in its view: the pid file, once pasta wrote it.
+    plant = (
+        f"for _ in $(seq 30); do f=$(ls {layout.RUNS}/net.*.pid 2>/dev/null | head -n 1); "
+        f'[ -s "$f" ] && echo {victim} > "$f" && echo planted && break; sleep 0.1; done; ls -a {layout.RUNS}'
+    )
+    run = while_waiting(client, image, box, tls, lambda: said.append(as_imd(box, in_view(plant))[1]))
+    alive = as_imd(box, f"kill -0 {victim}")[0] == 0
+    as_imd(box, f"kill {victim} 2>/dev/null; true")
+    return run, alive, "".join(said)
+
+
+def test_the_launchers_folder_is_not_the_workers(docker_client, box_image, box, world):
+    run, alive, said = planted_pid(docker_client, box_image, box, world[1])
+    assert run.code == 0 and run.result(1, 0)["text"].strip() == "after-the-wait", run
+    assert alive and "planted" not in said, said
+
+
+def test_twin_a_view_that_shows_the_launchers_folder(docker_client, box_image, topology, agents, tmp_path, world):
+    # The view before the fix: the launchers' folder in the box's /tmp is the worker's to write.
+    as_it_was = script_with("worker/door/view", layout.WORKER_VIEW, ('  --tmpfs "$RUNS"\n', ""))
+    with (
+        patched_image(docker_client, box_image, as_it_was) as image,
+        box_of(docker_client, image, topology, agents, tmp_path, world) as twin,
+    ):
+        _, alive, said = planted_pid(docker_client, image, twin, world[1])
+    assert not alive and "planted" in said, said

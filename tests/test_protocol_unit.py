@@ -64,6 +64,7 @@ def test_the_scripts_paths_are_layouts():
         "FILTER": layout.HANDS_FILTER,
         "DOOR": layout.DOOR,
         "DOOR_DIR": layout.DOOR_DIR,
+        "RUNS": layout.RUNS,
         "BROKER_DIR": layout.BROKER_DIR,
         "BROKER_PORT": str(layout.BROKER_PORT),
         "BROKER_TLS_PORT": str(layout.BROKER_TLS_PORT),

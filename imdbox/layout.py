@@ -26,8 +26,8 @@ SANDBOX_BWRAP = f"{WORKER_DIR}/bwrap"
 WORKER_VIEW = f"{WORKER_DIR}/door/view"
 DOOR = f"{WORKER_DIR}/door/door"
 DOOR_DIR = "/tmp/.imd-box-door"  # its socket's folder, in the box's /tmp (no jail has it)
-# The launchers' marks of a node's runs and a job's network's pipes, in the box's /tmp: no jail
-# and not the worker's view has it.
+# The launchers' marks of a node's runs, a job's network's pipes and the views' stand-ins, in the
+# box's /tmp: no jail and not the worker's view has it.
 RUNS = "/tmp/.imd-box-runs"
 # The Claude login broker (worker/broker): its folder (the launchers' socket, the CA the jails
 # trust), outside every jail and the worker's view, and the port of its proxy in the box.

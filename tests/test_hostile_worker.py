@@ -603,3 +603,42 @@ def test_twin_a_view_that_shows_the_launchers_folder(docker_client, box_image, t
     ):
         _, alive, said = planted_pid(docker_client, image, twin, world[1])
     assert not alive and "planted" in said, said
+
+
+# The worker, in its view, links each file a new view of the box would write in its folder of
+# stand-ins (box starts one for each of the worker's own commands: `imd status`, `imd doctor`) to
+# the owner's login, for as long as it is told.
+THROUGH_A_NEW_VIEW = (
+    f"end=$((SECONDS + $1)); while [ $SECONDS -lt $end ]; do for d in /tmp/.imd-box-view.*/ {layout.RUNS}/view.*/; do "
+    f'ln -s {login.LOGIN} "${{d}}login.json" 2>/dev/null; ln -s {login.LOGIN} "${{d%/}}.info" 2>/dev/null; '
+    f'ln -s {login.LOGIN} "${{d}}info" 2>/dev/null; done; done'
+)
+
+
+def a_new_view(box) -> str:
+    """The owner's login after a new view of the box was made while the worker watched /tmp."""
+    watcher = threading.Thread(target=lambda: as_imd(box, in_view(f"set -- 20; {THROUGH_A_NEW_VIEW}"), timeout=60))
+    watcher.start()
+    try:
+        time.sleep(1)
+        code, out = as_imd(box, in_view("echo in-the-view"))
+        assert "in-the-view" in out, out
+    finally:
+        watcher.join(60)
+    return as_imd(box, f"cat {login.LOGIN}")[1]
+
+
+def test_a_new_views_stand_ins_are_out_of_the_workers_reach(box):
+    assert a_new_view(box) == OWNER
+
+
+def test_twin_a_view_whose_stand_ins_are_in_the_boxs_tmp(docker_client, box_image, topology, agents, tmp_path, world):
+    # The view before the fix: its stand-ins in a folder of its own in the box's /tmp.
+    as_it_was = script_with(
+        "worker/door/view", layout.WORKER_VIEW, ('mktemp -d "$RUNS/view.XXXXXX"', "mktemp -d /tmp/.imd-box-view.XXXXXX")
+    )
+    with (
+        patched_image(docker_client, box_image, as_it_was) as image,
+        box_of(docker_client, image, topology, agents, tmp_path, world) as twin,
+    ):
+        assert a_new_view(twin) != OWNER

@@ -1,6 +1,6 @@
 """The Claude login broker of a running box (worker/broker): what `box status` says of it.
 
-The broker answers its own status on its socket, in the box's /tmp, as JSON: its mode ("broker",
+The broker answers its own status on its socket, in its folder (layout.BROKER_DIR), as JSON: its mode ("broker",
 or "jail": IMD_BOX_LOGIN=jail), whether it holds a login, how many runs hold a sentinel now, and
 the last problem Anthropic gave it ("" when none). All of it is the box's text.
 """

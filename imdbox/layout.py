@@ -25,13 +25,15 @@ SANDBOX_BWRAP = f"{WORKER_DIR}/bwrap"
 # process outside it): the image's CMD runs the worker in it, and box the worker's commands.
 WORKER_VIEW = f"{WORKER_DIR}/door/view"
 DOOR = f"{WORKER_DIR}/door/door"
-DOOR_DIR = "/tmp/.imd-box-door"  # its socket's folder, in the box's /tmp (no jail has it)
-# The launchers' marks of a node's runs, a job's network's pipes and the views' stand-ins, in the
-# box's /tmp: no jail and not the worker's view has it.
-RUNS = "/tmp/.imd-box-runs"
+# The box's own folders (worker/paths says why there): a tmpfs of imd's (runflags.TMPFS) outside
+# every place the worker may name, hidden in every jail and the worker's view.
+OWN_DIR = "/run/imd-box-own"
+DOOR_DIR = f"{OWN_DIR}/door"  # the door's socket's folder (read-only in the view)
+# The launchers' marks of a node's runs, a job's network's pipes and the views' stand-ins.
+RUNS = f"{OWN_DIR}/runs"
 # The Claude login broker (worker/broker): its folder (the launchers' socket, the CA the jails
-# trust), outside every jail and the worker's view, and the port of its proxy in the box.
-BROKER_DIR = "/tmp/.imd-box-broker"
+# trust), one of the box's own, and the port of its proxy in the box.
+BROKER_DIR = f"{OWN_DIR}/broker"
 CLAUDE_LOGIN = f"{HOME}/.claude/.credentials.json"  # the owner's, which it alone (and box shell) reads
 BROKER_PORT = 47611  # its CONNECT proxy, for box shell
 BROKER_TLS_PORT = 47612  # TLS for Anthropic's login hosts, forwarded into a Claude job's network as 443

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from . import names
+from . import layout, names
 
 # Only the entrypoint (root, before the drop) uses these; the worker has none.
 # NET_ADMIN sets the firewall, SETUID/SETGID become `imd`, SETPCAP empties the
@@ -31,10 +31,14 @@ LOG_MAX_FILES = "3"
 # (the entrypoint's iptables lock in /run; temp files of the worker, npm, Chromium
 # and builds in /tmp and /var/tmp, where tools also run what they unpack: `exec`,
 # which Docker's tmpfs leaves out by default). None keeps setuid or device files.
+# And the box's own folders (layout.OWN_DIR: the door's, the launchers', the login broker's),
+# imd's alone from the start (no one else can make it first), where no place the worker names
+# can be; `exec` for the views' stand-ins, which the worker runs.
 TMPFS = {
     "/tmp": "rw,exec,nosuid,nodev,size=1g,mode=1777",
     "/var/tmp": "rw,exec,nosuid,nodev,size=256m,mode=1777",
     "/run": "rw,nosuid,nodev,noexec,size=16m,mode=755",
+    layout.OWN_DIR: f"rw,exec,nosuid,nodev,size=64m,mode=700,uid={names.UID},gid={names.UID}",
 }
 # The one device a box gets: the TUN device, through which each job's jail gets a network of its
 # own (worker/jail, pasta). It opens nothing in the box's own network: a TUN interface is made

@@ -329,6 +329,7 @@ HEALTHY_EVIDENCE = {
     "worker_view": [
         "9 ways to start an agent CLI, git or forge all call the door; no login;",
         "the door's /proc and signals out of reach; the worker's git ran in a job's jail",
+        "a call in the box's own folders refused, and from a job's jail no signal reaches the door or the login broker",
     ],
     # No Claude login in this volume: line 16's or this line's canary of one.
     "login_broker": [
@@ -952,6 +953,34 @@ def test_24_a_kernel_whose_landlock_cannot_scope_signals(check, has_browser, tmp
     expect_failed(report, {"worker_view"}, has_browser)
     detail = report.by_id("worker_view").detail
     assert "this kernel's Landlock is ABI 3, and scoping signals needs ABI 6 (Linux 6.12)" in detail, detail
+
+
+# The place room as it took the box's /tmp, where the box's own folders were: any folder of
+# theirs a working directory names is a job's workspace, bound above the jail's own that hid them.
+PLACES_IN_THE_BOXS_FOLDERS = (
+    ('    "$WORK_ROOT"/*)\n', '    "$OWN_DIR"/?*)\n      workspace=$cwd\n      ;;\n    "$WORK_ROOT"/*)\n'),
+    ('jail+=("${held[@]}" --tmpfs "$OWN_DIR")', 'jail+=(--tmpfs "$OWN_DIR" "${held[@]}")'),
+)
+# A job's jail as it ran before, in no Landlock domain of its own: it shares the box's processes.
+JAIL_IN_NO_DOMAIN = (('outer=("$DOOR" scoped /usr/bin/bwrap', "outer=(/usr/bin/bwrap"),)
+
+
+def test_24_a_place_room_that_takes_the_boxs_own_folders(check, has_browser):
+    report = check(patch=jail_with(*PLACES_IN_THE_BOXS_FOLDERS), view=True)
+    expect_failed(report, {"worker_view"}, has_browser)
+    detail = report.by_id("worker_view").detail
+    for folder in (layout.RUNS, layout.DOOR_DIR, layout.BROKER_DIR):
+        assert f"the worker's git worked in {folder}, one of the box's own folders" in detail, detail
+
+
+def test_24_a_jail_in_no_landlock_domain(check, has_browser):
+    # It signals the door and the login broker.
+    report = check(patch=jail_with(*JAIL_IN_NO_DOMAIN), view=True)
+    expect_failed(report, {"worker_view"}, has_browser)
+    detail = report.by_id("worker_view").detail
+    assert (
+        "from a job's jail, " in detail and "of the door's and the login broker's processes can be signalled" in detail
+    )
 
 
 def test_25_the_login_in_the_jail_by_the_owners_choice(check, has_browser):

@@ -36,7 +36,14 @@ from tests.harness import agents as agents_mod
 from tests.harness import jobs, login
 from tests.harness.boxes import as_imd, in_view
 from tests.harness.jobs import HOME, SECRETS
-from tests.test_check import door_with, patched_image, script_with
+from tests.test_check import (
+    JAIL_IN_NO_DOMAIN,
+    PLACES_IN_THE_BOXS_FOLDERS,
+    door_with,
+    jail_with,
+    patched_image,
+    script_with,
+)
 
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[1])]
 
@@ -642,3 +649,65 @@ def test_twin_a_view_whose_stand_ins_are_in_the_boxs_tmp(docker_client, box_imag
         box_of(docker_client, image, topology, agents, tmp_path, world) as twin,
     ):
         assert a_new_view(twin) != OWNER
+
+
+# --- what the worker names: the box's own folders, and a job's signals ---------------------------
+
+# The worker's own client of the door names any working directory it likes; the door changes into
+# it outside the view. From each of the box's own folders, the worker's own git on a file there
+# (the login broker's TLS key), and a listing: what it printed.
+IN_THE_BOXS_FOLDERS = " ; ".join(
+    f"cd {folder} && {layout.DOOR} call git diff --no-index /dev/null {file} 2>&1; "
+    f"{layout.DOOR} call git ls-files --others 2>&1; echo exit $?"
+    for folder, file in ((layout.BROKER_DIR, "hosts.key"), (layout.RUNS, "x"), (layout.DOOR_DIR, "door.sock"))
+)
+
+
+def in_the_boxs_folders(box) -> str:
+    code, out = as_imd(box, f"{layout.BROKER_START} && ({in_view('true')}) && {IN_THE_BOXS_FOLDERS}")
+    assert code == 0, out
+    return out
+
+
+def test_no_working_directory_the_worker_names_is_one_of_the_boxs_folders(box):
+    out = in_the_boxs_folders(box)
+    assert "PRIVATE KEY" not in out and "trust.pem" not in out, out
+    assert out.count("is no folder the box keeps for the worker's git") == 6 and out.count("exit 70") == 3, out
+
+
+def test_twin_a_place_room_that_takes_the_boxs_folders(docker_client, box_image, topology, agents, tmp_path, world):
+    with (
+        patched_image(docker_client, box_image, jail_with(*PLACES_IN_THE_BOXS_FOLDERS)) as image,
+        box_of(docker_client, image, topology, agents, tmp_path, world) as twin,
+    ):
+        out = in_the_boxs_folders(twin)
+    assert "PRIVATE KEY" in out and "trust.pem" in out and out.count("exit 0") == 3, out
+
+
+def signals_from_a_jobs_jail(box) -> str:
+    """What a command in a Claude job's jail (as a job's hook or MCP server runs, outside Claude's
+    own sandbox) could signal of the login broker, its supervisor and the door."""
+    pids = f"pgrep -f {shlex.quote(layout.BROKER)}; pgrep -f {shlex.quote('^' + layout.DOOR + ' serve$')}"
+    probe = 'for p in "$@"; do kill -0 "$p" 2>/dev/null && echo "signalled $p" || echo "refused $p"; done'
+    space = jobs.workspace()
+    code, out = as_imd(
+        box,
+        f"{layout.BROKER_START} && ({in_view('true')}) && mkdir -p {space} && cd {space} && "
+        f"{layout.JAIL} claude --program /bin/bash -c {shlex.quote(probe)} probe $({pids}) 2>&1",
+    )
+    assert code == 0 and ("refused" in out or "signalled" in out), out
+    return out
+
+
+def test_a_jobs_jail_signals_nothing_outside_it(box):
+    out = signals_from_a_jobs_jail(box)
+    assert out.count("refused ") >= 3 and "signalled" not in out, out
+
+
+def test_twin_a_jail_in_no_landlock_domain(docker_client, box_image, topology, agents, tmp_path, world):
+    with (
+        patched_image(docker_client, box_image, jail_with(*JAIL_IN_NO_DOMAIN)) as image,
+        box_of(docker_client, image, topology, agents, tmp_path, world) as twin,
+    ):
+        out = signals_from_a_jobs_jail(twin)
+    assert out.count("signalled ") >= 3 and "refused" not in out, out

@@ -36,7 +36,7 @@ ORPHAN = f"setsid sh -c 'echo $$ > orphan.pid; while :; do {RELINK}; sleep 0.05;
 @pytest.mark.parametrize("marked", [True, False], ids=["marked", "twin-mark-gone"])
 def test_a_run_whose_launcher_was_killed_is_cleared_before_the_workers_git(box, marked):
     space, _ = hands.code_task(box, committed_link=False)
-    forget = "" if marked else "rm -f /tmp/.imd-box-runs/*; "
+    forget = "" if marked else f"rm -f {layout.RUNS}/*; "
     script = (
         f"cd {space} && {{ {layout.JAIL} claude --program /bin/sh -c {shlex.quote(ORPHAN)} & }} && sleep 1 && "
         f"kill -KILL $! && sleep 0.3 && {forget}git status --porcelain >/dev/null; sleep 0.2; "

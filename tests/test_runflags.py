@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from imdbox import engine, names, runflags
+from imdbox import engine, layout, names, runflags
 from imdbox.config import Config
 from imdbox.endpoint import Endpoint
 from imdbox.runflags import EngineLimits, RunFlags
@@ -64,7 +64,7 @@ def test_the_volume_is_the_only_mount_and_nothing_is_published():
 def test_read_only_root_with_tmpfs_only_where_needed():
     kw = flags().sdk_kwargs()
     assert kw["read_only"] is True
-    assert sorted(kw["tmpfs"]) == ["/run", "/tmp", "/var/tmp"]
+    assert sorted(kw["tmpfs"]) == ["/run", layout.OWN_DIR, "/tmp", "/var/tmp"]
     for opts in kw["tmpfs"].values():
         assert "nosuid" in opts and "nodev" in opts
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from imdbox import layout
 from imdbox.browser import TOOLS as BROWSER_TOOLS
 from tests.harness import agents as agents_mod
 from tests.harness import hands, jobs
@@ -187,7 +188,7 @@ def test_a_link_the_job_left_and_a_call_moved_out_is_gone_with_the_call(
     if declared_clear:
         # The twin: the launcher's record (worker/jail's RUNS) says the workspace holds no link,
         # so the launcher goes at once and nothing searches after the call.
-        code, out = as_imd(box, f"touch /tmp/.imd-box-runs/clear{space.replace('/', '%')}")
+        code, out = as_imd(box, f"touch {layout.RUNS}/clear{space.replace('/', '%')}")
         assert code == 0, out
     code, out = as_imd(
         box, f"cd {space} && touch armed && git status --porcelain >/dev/null && {{ readlink -e escape || echo gone; }}"

@@ -4,6 +4,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { cfg, tool, HOME, run, short, unusable } from "./base.mjs";
 import { CANARY, CLAUDE_SENTINEL, makeCanary, makeDirs, secretPaths } from "./home.mjs";
+import { inAJobsJail } from "./jobs.mjs";
 
 export const MADE_VIEW = [];
 
@@ -167,6 +168,30 @@ async function outsideTheView(node, made) {
   return { wrong, curlrc: hostile.curlrc };
 }
 
+/** What the worker names, from the other side: no call through the door makes a place of one of
+ * the box's own folders (a worker's own client would name them as a working directory, as this
+ * one does by working there), and from a job's jail no process outside it (the door, the login
+ * broker) can be signalled. What is wrong, as lines. */
+async function namedByTheWorker(node) {
+  const wrong = [];
+  for (const dir of cfg.own_dirs) {
+    if (!fs.existsSync(dir)) {
+      wrong.push(`${dir}, one of the box's own folders, is missing`);
+      continue;
+    }
+    const r = await run(tool("door"), ["call", "git", "ls-files", "--others"], { cwd: dir, env: { PATH: cfg.path, HOME } });
+    if (r.code === 0) wrong.push(`the worker's git worked in ${dir}, one of the box's own folders (it listed ${short(r.out.split("\n").filter(Boolean).join(" "), 60) || "nothing"})`);
+    else if (!r.err.includes("is no folder the box keeps")) wrong.push(`a call through the door in ${dir} was not refused as no place of a job's (exit ${r.code}: ${short(r.err, 80)})`);
+  }
+  const outside = processes((a) => (a[0] === tool("door") && a[1] === "serve") || a.includes(cfg.broker.program)).map(([pid]) => pid);
+  const tried = outside.map((pid) => `kill -0 ${pid} 2>/dev/null && echo "signalled ${pid}"`).join("; ");
+  const r = await run(...inAJobsJail(node, "/bin/bash", "-c", `${tried || ":"}; echo tried`));
+  if (!r.out.includes("tried")) wrong.push(`no command ran in a job's jail (exit ${r.code}: ${short(r.err, 80)})`);
+  const signalled = r.out.split("\n").filter((l) => l.startsWith("signalled "));
+  if (signalled.length) wrong.push(`from a job's jail, ${signalled.length} of the door's and the login broker's processes can be signalled (${await landlockMissing()})`);
+  return wrong;
+}
+
 export async function workerView() {
   for (const name of ["view", "door", "claude", "codex", "jail", "git", "forge"])
     if (!fs.existsSync(tool(name))) return { ok: false, detail: `${tool(name)} is missing from the box` };
@@ -188,6 +213,7 @@ export async function workerView() {
   // The view started the door and the broker, if no one had.
   const outside = await outsideTheView(node, MADE_VIEW);
   const outsideCurlrc = outside.curlrc;
+  const named = await namedByTheWorker(node);
   const lines = r.out.split("\n").filter(Boolean);
   const said = (kind) => lines.filter((l) => l.startsWith(`${kind} `)).map((l) => l.slice(kind.length + 1));
   const seen = Number(said("stand-ins")[0] || 0);
@@ -201,6 +227,7 @@ export async function workerView() {
     ...(hand === "jailed" ? [] : [`the worker's git ran ${hand === "unjailed" ? "outside a job's jail" : `as: ${short(hand, 80)}`}`]),
     ...(seen > 0 ? [] : [`no stand-in found (exit ${r.code}: ${short(r.err, 80)})`]),
     ...outside.wrong,
+    ...named,
   ];
   if (wrong.length) return { ok: false, detail: short(wrong.join("; "), 400) };
   return {
@@ -208,6 +235,7 @@ export async function workerView() {
     detail:
       `${seen} ways to start an agent CLI, git or forge all call the door; no login; ` +
       "the door's /proc and signals out of reach; the worker's git ran in a job's jail; " +
+      "a call in the box's own folders refused, and from a job's jail no signal reaches the door or the login broker; " +
       "outside the view, the door, the login broker and a launcher called with the worker's NODE_OPTIONS, BASH_ENV, " +
       `CURL_HOME and GIT_CONFIG_GLOBAL run with the box's own environment${outsideCurlrc ? ", and a ~/.curlrc changes nothing" : ""}`,
   };

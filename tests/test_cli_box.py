@@ -355,7 +355,12 @@ def test_runtime_a_worker_cannot_run_changes_nothing(docker_client, bx):
     r = bx.run("runtime", "grok")
     assert r.returncode == 1, r.all
     assert "the installed worker cannot run grok (it runs one of claude, codex, one at a time)" in r.stderr
-    assert bx.run("shell", "bash", "-c", "ls /home/imd/.npm-global/bin/codex || ls /home/imd/.npm-global/bin/grok").returncode != 0
+    assert (
+        bx.run(
+            "shell", "bash", "-c", "ls /home/imd/.npm-global/bin/codex || ls /home/imd/.npm-global/bin/grok"
+        ).returncode
+        != 0
+    )
     assert volume_files(docker_client, bx, [SETTINGS])[SETTINGS] == DEFAULT_SETTINGS
     c = docker_client.containers.get(bx.container)
     assert c.id == old_id and c.status == "running"  # the worker was not touched

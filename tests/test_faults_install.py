@@ -196,7 +196,10 @@ def test_setup_cut_short_during_the_download_changes_nothing(docker_client, bx):
 def test_a_release_cut_off_half_way_changes_nothing(docker_client, bx, folder, says):
     # A staging folder a killed run left behind is cleared by the next one.
     r = bx.run(
-        "shell", "bash", "-c", "mkdir -p /home/imd/.imd-box/.staging.killed/prefix && echo x > /home/imd/.imd-box/.staging.killed/f"
+        "shell",
+        "bash",
+        "-c",
+        "mkdir -p /home/imd/.imd-box/.staging.killed/prefix && echo x > /home/imd/.imd-box/.staging.killed/f",
     )
     assert r.returncode == 0, r.all
     before = _snapshot(docker_client, bx)

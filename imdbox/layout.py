@@ -47,6 +47,10 @@ PATHS = f"{WORKER_DIR}/paths"
 # `box shell`'s own commands, first on its PATH: the agent CLIs (each the real one from its
 # package, never the worker's npm link) and the worker's `imd` (in its view).
 OWNER_BIN = f"{WORKER_DIR}/owner"
+# What `box shell` and the setup shell run (worker/owner/box-shell): the shell or command with the
+# owner's own home (OWNER_HOME, which the worker's view and every jail hide), never the worker's.
+OWNER_SHELL = f"{OWNER_BIN}/box-shell"
+OWNER_HOME = f"{HOME}/.imd-box-owner"
 # The git and forge the worker runs on a job's tree (first on its PATH): each in that job's jail.
 HANDS_DIR = f"{WORKER_DIR}/hands"
 # Their seccomp filter (seccomp/hands.py): nothing they run makes a link.

@@ -11,7 +11,6 @@ from . import broker, engine, layout, ui, volume
 from .config import Config
 from .engine import Engine
 from .errors import BoxError
-from .runflags import SYSTEM_PATH
 
 
 def docker_cli(eng: Engine) -> list[str]:
@@ -22,12 +21,12 @@ def docker_cli(eng: Engine) -> list[str]:
     return eng.endpoint.cli(path)
 
 
-# The owner's shell sits beside the owner's logins, in a home the worker writes: bash by its path,
-# reading no ~/.bashrc or ~/.profile, and on its PATH the box's own commands first (layout.OWNER_BIN:
-# the agent CLIs from their packages, not the worker's npm links; `imd` in the worker's view), then
-# the image's, never the volume's.
-OWNER_PATH = f"{layout.OWNER_BIN}:{SYSTEM_PATH}"
-SHELL = ["/bin/bash", "-c", f"cd ~ && PATH={OWNER_PATH} exec /bin/bash --noprofile --norc"]
+# The owner's shell sits beside the owner's logins: worker/owner/box-shell (layout.OWNER_SHELL) runs
+# it, or the command, in the owner's own home, which the worker's view does not show, with the box's
+# own commands first on its PATH (the agent CLIs from their packages, `imd` in the worker's view),
+# then the image's, never the volume's. In a running box it first makes sure the broker's proxy
+# (broker.SHELL_ENV) is the broker's.
+SHELL = [layout.OWNER_SHELL]
 
 
 def shell(cfg: Config, command: Sequence[str], tty: bool) -> int:
@@ -37,10 +36,10 @@ def shell(cfg: Config, command: Sequence[str], tty: bool) -> int:
     running = engine.is_up(container)
     if not running:
         volume.require_volume(eng)
-    cmd = ["/usr/bin/env", f"PATH={OWNER_PATH}", *command] if command else SHELL
+    cmd = [*SHELL, *command]
     if tty:
         if running:
-            # Root starts in / (never chdir into the volume); the shell cds home as imd.
+            # Root starts in / (never chdir into the volume); the shell cds to the owner's home as imd.
             env = [a for k, v in {**engine.EXEC_ENV, **broker.SHELL_ENV}.items() for a in ("-e", f"{k}={v}")]
             args = [*docker_cli(eng), "exec", "-it", "-u", "root", *env, eng.cfg.container] + engine.AS_IMD + cmd
         else:

@@ -33,7 +33,7 @@ from tests.harness.cli import start_box
 from tests.harness.image import BASE_IMAGE, CA_FILE
 
 DEFAULT_SETTINGS = b"RUNTIMES=claude\nCONCURRENCY=2\n"
-RESET_SETTINGS = "printf 'RUNTIMES=claude\\nCONCURRENCY=2\\n' > ~/.imd-box/settings.env"
+RESET_SETTINGS = "printf 'RUNTIMES=claude\\nCONCURRENCY=2\\n' > /home/imd/.imd-box/settings.env"
 V1 = daemon_version("v1")
 TOOLS_JSON = "/home/imd/.identitymd/tools.json"
 SETTINGS = "/home/imd/.imd-box/settings.env"
@@ -187,7 +187,7 @@ def test_a_compiler_its_list_does_not_vouch_for_is_refused_and_not_listed(bx):
         assert "compilers: REFUSED solc 0.8.26: the release list gives sha256 " in r.all, r.all
         r = bx.run("status")
         assert "compilers: solc 0.8.37, for every job" in r.stdout, r.all
-        r = bx.run("shell", "bash", "-c", "ls ~/.svm")
+        r = bx.run("shell", "bash", "-c", "ls /home/imd/.svm")
         assert r.stdout.split() == ["0.8.37"], r.all
     finally:
         r = bx.run("setup", "--no-shell")
@@ -283,7 +283,7 @@ def _follow_logs_until(bx, text: str, timeout: float = 30.0) -> None:
 
 def test_a_failing_start_leaves_no_restart_loop(docker_client, bx):
     # Settings box reads as valid (a list), which only run.sh, in the box, finds this worker cannot run.
-    bad = "printf 'RUNTIMES=claude,codex\\nCONCURRENCY=2\\n' > ~/.imd-box/settings.env"
+    bad = "printf 'RUNTIMES=claude,codex\\nCONCURRENCY=2\\n' > /home/imd/.imd-box/settings.env"
     assert bx.run("shell", "bash", "-c", bad).returncode == 0
     r = bx.run("start")
     assert r.returncode == 1, r.all
@@ -295,7 +295,7 @@ def test_status_shows_the_last_error_of_a_restarting_box(docker_client, bx):
     """A box that breaks later (here: bad settings, then the worker dies) restarts with
     Docker; status says so with the error, and `box start` replaces it."""
     assert bx.run("start").returncode == 0
-    bad = "printf 'RUNTIMES=claude\\nCONCURRENCY=0\\n' > ~/.imd-box/settings.env && cat ~/.imd-box/settings.env"
+    bad = "printf 'RUNTIMES=claude\\nCONCURRENCY=0\\n' > /home/imd/.imd-box/settings.env && cat /home/imd/.imd-box/settings.env"
     r = bx.run("shell", "bash", "-c", bad)
     assert r.returncode == 0 and "CONCURRENCY=0" in r.stdout, r.all
     r = bx.run("shell", "pkill", "-f", "^node .*imd start")
@@ -325,7 +325,7 @@ def _fingerprint(docker_client, bx):
 
 
 def test_update_keeps_the_volume_byte_identical(docker_client, bx):
-    login = "mkdir -p ~/.claude && head -c 300 /dev/urandom | base64 > ~/.claude/.credentials.json"
+    login = "mkdir -p /home/imd/.claude && head -c 300 /dev/urandom | base64 > /home/imd/.claude/.credentials.json"
     assert bx.run("shell", "bash", "-c", login).returncode == 0
     assert bx.run("start").returncode == 0
     old_id = docker_client.containers.get(bx.container).id
@@ -355,7 +355,12 @@ def test_runtime_a_worker_cannot_run_changes_nothing(docker_client, bx):
     r = bx.run("runtime", "grok")
     assert r.returncode == 1, r.all
     assert "the installed worker cannot run grok (it runs one of claude, codex, one at a time)" in r.stderr
-    assert bx.run("shell", "bash", "-c", "ls ~/.npm-global/bin/codex || ls ~/.npm-global/bin/grok").returncode != 0
+    assert (
+        bx.run(
+            "shell", "bash", "-c", "ls /home/imd/.npm-global/bin/codex || ls /home/imd/.npm-global/bin/grok"
+        ).returncode
+        != 0
+    )
     assert volume_files(docker_client, bx, [SETTINGS])[SETTINGS] == DEFAULT_SETTINGS
     c = docker_client.containers.get(bx.container)
     assert c.id == old_id and c.status == "running"  # the worker was not touched
@@ -403,7 +408,7 @@ def test_runtime_list_with_a_worker_that_runs_several(docker_client, fresh, tmp_
         "box: the Grok CLI needs an xAI API key: pass --grok-key-file FILE (the key alone), "
         "or run this in a terminal to type it; nothing was changed"
     ]
-    assert bx.run("shell", "bash", "-c", "ls ~/.npm-global/bin/grok").returncode != 0
+    assert bx.run("shell", "bash", "-c", "ls /home/imd/.npm-global/bin/grok").returncode != 0
     secret = "xai-imdt-" + hashlib.sha256(bx.volume.encode()).hexdigest()[:24]
     key_file = tmp_path / "grok.key"
     key_file.write_text(secret + "\n")
@@ -429,7 +434,7 @@ def test_runtime_list_with_a_worker_that_runs_several(docker_client, fresh, tmp_
     assert r.returncode == 0 and "grok: signed in already" in r.all, r.all
     r = bx.run("runtime", "claude")
     assert r.returncode == 0 and "removing the grok CLI" in r.all, r.all
-    assert bx.run("shell", "bash", "-c", "ls ~/.npm-global/bin/grok").returncode != 0
+    assert bx.run("shell", "bash", "-c", "ls /home/imd/.npm-global/bin/grok").returncode != 0
     c = docker_client.containers.get(bx.container)
     assert "imd start --auto-update --runtime claude --concurrency 3" in c.logs().decode()
 

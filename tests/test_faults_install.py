@@ -131,7 +131,7 @@ def _assert_ended_cleanly(client, env, took: float, stderr: str) -> None:
 
 def _hold_the_stop(env) -> dict:
     # The stand-in's hook: its next shutdown takes 8 s, so Ctrl-C lands inside the stop.
-    r = env.run("shell", "bash", "-c", "echo 8 > ~/.identitymd/fake-slow-stop")
+    r = env.run("shell", "bash", "-c", "echo 8 > /home/imd/.identitymd/fake-slow-stop")
     assert r.returncode == 0, r.all
     return {}
 
@@ -196,7 +196,10 @@ def test_setup_cut_short_during_the_download_changes_nothing(docker_client, bx):
 def test_a_release_cut_off_half_way_changes_nothing(docker_client, bx, folder, says):
     # A staging folder a killed run left behind is cleared by the next one.
     r = bx.run(
-        "shell", "bash", "-c", "mkdir -p ~/.imd-box/.staging.killed/prefix && echo x > ~/.imd-box/.staging.killed/f"
+        "shell",
+        "bash",
+        "-c",
+        "mkdir -p /home/imd/.imd-box/.staging.killed/prefix && echo x > /home/imd/.imd-box/.staging.killed/f",
     )
     assert r.returncode == 0, r.all
     before = _snapshot(docker_client, bx)
@@ -262,8 +265,8 @@ def small_volume(docker_client, box_image, feed):
 
 def _fill(env, leave_kb: int) -> None:
     script = (
-        "avail=$(df -Pk ~ | awk 'NR == 2 {print $4}'); "
-        f"fallocate -l $(( (avail - {leave_kb}) * 1024 )) ~/filler && df -Pk ~ | awk 'NR == 2 {{print $4}}'"
+        "avail=$(df -Pk /home/imd | awk 'NR == 2 {print $4}'); "
+        f"fallocate -l $(( (avail - {leave_kb}) * 1024 )) /home/imd/filler && df -Pk /home/imd | awk 'NR == 2 {{print $4}}'"
     )
     r = env.run("shell", "bash", "-c", script)
     assert r.returncode == 0 and int(r.stdout.split()[-1]) <= leave_kb, r.all

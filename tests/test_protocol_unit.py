@@ -73,6 +73,8 @@ def test_the_scripts_paths_are_layouts():
         "BROKER_START": layout.BROKER_START,
         "VIEW": layout.WORKER_VIEW,
         "LOGIN": layout.CLAUDE_LOGIN,
+        "OWNER_HOME": layout.OWNER_HOME,
+        "OWNER_SHELL": layout.OWNER_SHELL,
     }.items() <= paths.items(), paths
     # The browser's launcher finds the compile cache beside its own folder (the tests run it here).
     assert '"${here%/*}/node-compile-cache"' in (ROOT / "browser" / "playwright-mcp").read_text()

@@ -57,6 +57,7 @@ die() {
 # the staging folder; one left by a SIGKILL is removed by the next run.
 stage=
 child=
+tools_home= # curl's and npm's own home (below)
 cleanup() {
   if [ -n "$stage" ]; then rm -rf "$stage"; fi
   stage=
@@ -67,7 +68,7 @@ on_signal() {
   echo "imd-box: interrupted; nothing installed was changed" >&2
   exit 143
 }
-trap cleanup EXIT
+trap 'cleanup; [ -z "$tools_home" ] || rm -rf -- "$tools_home"' EXIT
 trap on_signal TERM INT
 # A long step runs in the background so that a signal is handled at once
 # (bash runs a trap only after a foreground command ends).
@@ -94,6 +95,14 @@ export NPM_CONFIG_UPDATE_NOTIFIER=false NPM_CONFIG_FUND=false NPM_CONFIG_AUDIT=f
 # commands run in its view (IMD_BOX_VIEW), as in its own box. The worker's release runs no install
 # script (--ignore-scripts: it needs none; its own updates install it so too).
 export NPM_CONFIG_USERCONFIG=/dev/null NPM_CONFIG_GLOBALCONFIG=/nonexistent/npmrc
+# Nor do curl and npm take anything else from the volume but what they install into: curl reads no
+# configuration (-q, first: the worker's ~/.curlrc named the login as a download's source), and
+# each runs with a home and npm a cache of this box's own, new at each run, in this box's /tmp
+# (the volume's ~/.npm is the worker's: an entry it rewrote would install its package here).
+tools_home=$(mktemp -d /tmp/imd-box-install.XXXXXX)
+export NPM_CONFIG_CACHE=$tools_home/npm-cache
+curl() { HOME=$tools_home command curl -q "$@"; }
+npm() { HOME=$tools_home command npm "$@"; }
 mkdir -p "$NPM_CONFIG_PREFIX" "$IDENTITYMD_HOME" "$state"
 # The worker's config holds its private device key: only imd may look inside
 # (also for a volume set up before the box made everything private).

@@ -149,9 +149,9 @@ def stop(cfg: Config) -> None:
 
 
 # ------------------------------------------------------------------ update
-# Written before `box update` stops a running box, cleared once it runs again: an
-# update cut short (Ctrl-C, a full volume) after the stop leaves the box stopped or
-# removed, and the next `box update` then knows to start it. Only box reads it, from
+# Written before `box update` (or `box runtime`) stops a running box, cleared once it runs
+# again: one cut short (Ctrl-C, a full volume) after the stop leaves the box stopped or
+# removed, and the next `box update` or `box runtime` then knows to start it. Only box reads it, from
 # outside (never root inside the box).
 RESUME_PATH = f"{names.HOME}/.imd-box/resume-after-update"
 
@@ -236,7 +236,7 @@ def runtime(
     eng = engine.connect(cfg)
     container = engine.box_container(eng)
     engine.image(eng)
-    volume.prefetch(eng, [engine.IMD_PATH, settings_mod.PATH, GROK_SETTINGS])
+    volume.prefetch(eng, [engine.IMD_PATH, settings_mod.PATH, GROK_SETTINGS, RESUME_PATH])
     volume.require_setup(eng)
     if wanted is None and concurrency is None:
         current = settings_mod.read(eng)
@@ -255,11 +255,21 @@ def runtime(
         raise BoxError(f"{problem}; nothing was changed")
     key = grok_key(eng, wanted, key)
     new_concurrency = concurrency or current.concurrency
+    # As `update` does: the worker writes the volume, and the CLIs staged and swapped in there run
+    # beside the owner's logins (box shell, a Codex job's jail): it is stopped first (a CLI new to
+    # the volume would be its to write until its view is made again).
+    was_running = engine.is_running(container)
+    resume = was_running or _resume_pending(eng)
+    if was_running:
+        _set_resume(eng, True)
+        ui.step(f"stopping the box (up to {STOP_TIMEOUT}s for the worker to finish cleanly) while the CLIs change")
+        engine.stop_box(container)
     ui.step(f"runtime(s) {', '.join(wanted)}, concurrency {new_concurrency}: updating the CLIs in the volume")
     run_install(eng, "agents", install_env(wanted, new_concurrency, passed=cfg.env), grok_key=key, again="runtime")
-    if engine.is_running(container):
-        ui.step("restarting the worker on " + " and ".join(wanted))
-        _recreate(eng, container, graceful=True)
+    if resume:
+        ui.step("starting the worker again on " + " and ".join(wanted))
+        _recreate(eng, container, graceful=False)
+        _set_resume(eng, False)
     ui.ok(f"runtime(s): {', '.join(wanted)}")
 
 

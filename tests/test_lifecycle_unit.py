@@ -387,13 +387,16 @@ def test_runtime_change_restarts_a_running_worker(world):
     world.oneoff = worker_and_install
     result = box("runtime", "codex")
     assert result.exit_code == 0, result.output
+    # Stopped before the install: the worker writes the volume the CLIs are staged and swapped in.
     assert world.log == [
         f"oneoff status {layout.WORKER_VIEW} imd help",
-        f"oneoff setup {layout.INSTALL_SH} agents",
+        "write resume-after-update=1",
         "stop",
+        f"oneoff setup {layout.INSTALL_SH} agents",
         "remove",
         "create",
         "start",
+        "write resume-after-update=0",
     ]
 
 

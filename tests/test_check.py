@@ -330,6 +330,7 @@ HEALTHY_EVIDENCE = {
         "9 ways to start an agent CLI, git or forge all call the door; no login;",
         "the door's /proc and signals out of reach; the worker's git ran in a job's jail",
         "a call in the box's own folders refused, and from a job's jail no signal reaches the door or the login broker",
+        "box shell has a home of its own and read none of the worker's ~/.gitconfig, ~/.inputrc or ~/.claude.json",
     ],
     # No Claude login in this volume: line 16's or this line's canary of one.
     "login_broker": [
@@ -981,6 +982,18 @@ def test_24_a_jail_in_no_landlock_domain(check, has_browser):
     assert (
         "from a job's jail, " in detail and "of the door's and the login broker's processes can be signalled" in detail
     )
+
+
+def test_24_a_box_shell_in_the_workers_home(check, has_browser):
+    # box shell as it ran before: the worker's home, where its ~/.gitconfig and ~/.inputrc are,
+    # and Claude Code's config in the worker's ~/.claude.json.
+    before = script_with("worker/owner/box-shell", layout.OWNER_SHELL, ("owner_env\n", "cd ~\n"))
+    report = check(patch=before, view=True)
+    expect_failed(report, {"worker_view"}, has_browser)
+    detail = report.by_id("worker_view").detail
+    assert f"box shell's home is the worker's ({names.HOME})" in detail, detail
+    assert "box shell's Claude Code reads its config from the worker's" in detail, detail
+    assert "box shell READ the worker's ~/.gitconfig, ~/.inputrc" in detail, detail
 
 
 def test_25_the_login_in_the_jail_by_the_owners_choice(check, has_browser):

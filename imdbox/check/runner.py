@@ -42,6 +42,7 @@ from ..layout import (
     JAIL,
     NODE,
     OWN_ENV,
+    OWNER_SHELL,
     RUNS,
     SANDBOX_RUNTIME,
     WORKER_VIEW,
@@ -98,6 +99,8 @@ TOOLS = {
     "door": DOOR,
     "broker_ask": BROKER_ASK,
     "codex": CODEX_JAIL,
+    # What `box shell` runs (line 24: it reads nothing of the worker's home).
+    "owner_shell": OWNER_SHELL,
 }
 
 

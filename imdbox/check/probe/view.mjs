@@ -192,6 +192,41 @@ async function namedByTheWorker(node) {
   return wrong;
 }
 
+// The worker's home, as a hostile release would write it for the owner's tools in box shell: each
+// file, where it is read, says so.
+const OWNERS_READS = [
+  [".gitconfig", "[imdbox]\n\tcheck = worker-gitconfig\n"],
+  [".inputrc", "set imdbox-check worker-inputrc\n"],
+];
+// As `box shell CMD` runs it: where the owner's tools look, and what they read.
+const OWNERS_SCRIPT = `
+printf 'home %s\nclaude %s\n' "$HOME" "\${CLAUDE_CONFIG_DIR:-}"
+git config --global --get imdbox.check 2>/dev/null
+cat "\${INPUTRC:-$HOME/.inputrc}" 2>/dev/null
+true
+`;
+
+/** box shell's side (worker/owner/box-shell, as `box shell CMD` runs it): its home is not the
+ * worker's, Claude Code's config is beside the login (not the worker's ~/.claude.json, where a
+ * user MCP server would run), and a ~/.gitconfig and ~/.inputrc planted in the
+ * worker's home (where none is) reach none of its tools. What is wrong, as lines. */
+async function ownersShell(made) {
+  for (const [file, text] of OWNERS_READS) {
+    try {
+      makeCanary(path.join(HOME, file), made, text);
+    } catch {} // the worker's own, which says nothing of the owner's tools either way
+  }
+  const r = await run(tool("owner_shell"), ["/bin/bash", "-c", OWNERS_SCRIPT], { env: { PATH: cfg.path, HOME } });
+  const said = (kind) => (new RegExp(`^${kind} (.*)$`, "m").exec(r.out) || [])[1];
+  const wrong = [];
+  if (r.code !== 0 || said("home") === undefined) return [`box shell did not run (exit ${r.code}: ${short(r.err, 80)})`];
+  if (said("home") === HOME) wrong.push(`box shell's home is the worker's (${HOME})`);
+  if (said("claude") !== path.dirname(cfg.broker.login)) wrong.push(`box shell's Claude Code reads its config from ${said("claude") ? said("claude") : `the worker's ${HOME}/.claude.json`}`);
+  const read = [...r.out.matchAll(/worker-(\w+)/g)].map((m) => `~/.${m[1]}`);
+  if (read.length) wrong.push(`box shell READ the worker's ${[...new Set(read)].join(", ")}`);
+  return wrong;
+}
+
 export async function workerView() {
   for (const name of ["view", "door", "claude", "codex", "jail", "git", "forge"])
     if (!fs.existsSync(tool(name))) return { ok: false, detail: `${tool(name)} is missing from the box` };
@@ -214,6 +249,7 @@ export async function workerView() {
   const outside = await outsideTheView(node, MADE_VIEW);
   const outsideCurlrc = outside.curlrc;
   const named = await namedByTheWorker(node);
+  const owners = await ownersShell(MADE_VIEW);
   const lines = r.out.split("\n").filter(Boolean);
   const said = (kind) => lines.filter((l) => l.startsWith(`${kind} `)).map((l) => l.slice(kind.length + 1));
   const seen = Number(said("stand-ins")[0] || 0);
@@ -228,6 +264,7 @@ export async function workerView() {
     ...(seen > 0 ? [] : [`no stand-in found (exit ${r.code}: ${short(r.err, 80)})`]),
     ...outside.wrong,
     ...named,
+    ...owners,
   ];
   if (wrong.length) return { ok: false, detail: short(wrong.join("; "), 400) };
   return {
@@ -236,6 +273,7 @@ export async function workerView() {
       `${seen} ways to start an agent CLI, git or forge all call the door; no login; ` +
       "the door's /proc and signals out of reach; the worker's git ran in a job's jail; " +
       "a call in the box's own folders refused, and from a job's jail no signal reaches the door or the login broker; " +
+      "box shell has a home of its own and read none of the worker's ~/.gitconfig, ~/.inputrc or ~/.claude.json; " +
       "outside the view, the door, the login broker and a launcher called with the worker's NODE_OPTIONS, BASH_ENV, " +
       `CURL_HOME and GIT_CONFIG_GLOBAL run with the box's own environment${outsideCurlrc ? ", and a ~/.curlrc changes nothing" : ""}`,
   };

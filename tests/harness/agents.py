@@ -38,14 +38,15 @@ def installed(client, image: str) -> Iterator[str]:
         sizes = volume_sizes(client, image, volume)
         print(
             f"\n[agents] install.sh agents ({','.join(RUNTIMES)}) took {seconds:.0f} s; volume {sizes['total']}"
-            f" (npm global {sizes['global']}, npm cache {sizes['cache']})"
+            f" (npm global {sizes['global']})"
         )
         yield volume
 
 
 def volume_sizes(client, image: str, volume: str) -> dict[str, str]:
-    """`du` of the volume, its npm prefix and its npm cache, in a box with no network."""
+    """`du` of the volume and its npm prefix, in a box with no network (the install box keeps its
+    npm cache in a folder of its own, never the volume's)."""
     # One du each: given a folder and its parent at once, du counts the folder once and names only one.
-    out = boxes.over_volume(client, image, volume, "for d in /v /v/.npm-global /v/.npm; do /usr/bin/du -sh $d; done")
+    out = boxes.over_volume(client, image, volume, "for d in /v /v/.npm-global; do /usr/bin/du -sh $d; done")
     size = dict(reversed(line.split("\t")) for line in out.strip().splitlines())
-    return {"total": size["/v"], "global": size["/v/.npm-global"], "cache": size["/v/.npm"]}
+    return {"total": size["/v"], "global": size["/v/.npm-global"]}

@@ -52,7 +52,7 @@ HOSTILE = {
             'model_providers.w={name="w",base_url="http://127.0.0.1:9/v1",requires_openai_auth=true,wire_api="responses"}',
             "hi",
         ],
-        "the setting 'model_provider=w'",
+        'the setting \'model_providers.w={name="w",base_url="http://127.0.0.1:9/v1",requires_openai_auth=true',
     ),  # fmt: skip
     "sandbox-mode": (["-c", 'sandbox_mode="danger-full-access"', *EXEC, "hi"], "the setting 'sandbox_mode="),
     "sandbox-full-access": (["exec", "--sandbox=danger-full-access", "hi"], "the sandbox 'danger-full-access'"),

@@ -146,12 +146,11 @@ def codex_argv(workspace: str, prompt: str, connected: bool = False) -> list[str
     ]  # fmt: skip
 
 
-def codex_provider(port: int, login_file: bool = False) -> list[str]:
-    """Codex's `-c` settings that make the scripted model on the box's loopback its provider.
-    Its login: OPENAI_API_KEY, or with `login_file` Codex's own (~/.codex/auth.json), as a
-    box signed in with `codex login` has it."""
-    auth = "requires_openai_auth=true" if login_file else 'env_key="OPENAI_API_KEY"'
-    provider = f'{{name="imdt",base_url="http://127.0.0.1:{port}/v1",{auth},wire_api="responses"}}'
+def codex_provider(port: int) -> list[str]:
+    """Codex's `-c` settings that make the scripted model on the box's loopback its provider,
+    signed with OPENAI_API_KEY: the Codex room lets a provider of the worker's sign with a key of
+    its own, never with the Codex login (requires_openai_auth), which it would send there."""
+    provider = f'{{name="imdt",base_url="http://127.0.0.1:{port}/v1",env_key="OPENAI_API_KEY",wire_api="responses"}}'
     return ["-c", "model_provider=imdt", "-c", f"model_providers.imdt={provider}"]
 
 
@@ -327,20 +326,19 @@ def codex_play(
     jailed: bool = True,
     prompt: str = "the job",
     env: Optional[dict] = None,
-    login_file: bool = False,
     timeout: int = 180,
     way: Optional[str] = None,
     view: bool = False,
 ) -> Run:
     """One run of the real Codex in `box` as the worker starts it for a connected code task, the
     scripted model (tests/harness/codex_model.mjs) playing one shell command a turn. Each
-    result is {"step", "cmd", "output"}. `jailed=False`: the plain `codex`; `login_file`: Codex
-    signs in with its own login file (codex_provider); `way`, `view`: as start_cli."""
+    result is {"step", "cmd", "output"}. `jailed=False`: the plain `codex`; `way`, `view`: as
+    start_cli."""
     cwd = cwd or workspace()
     with model(client, image, box, commands, CODEX_MODEL_JS) as (port, container):
         env = {"OPENAI_API_KEY": STAND_IN_KEY, **(env or {})}
         *args, _ = codex_argv(cwd, prompt, connected=True)
-        args = [args[0], *codex_provider(port, login_file), *CODEX_OFFLINE, *args[1:]]
+        args = [args[0], *codex_provider(port), *CODEX_OFFLINE, *args[1:]]
         code, out = start_cli(
             box, cwd, "IDENTITYMD_CODEX_BIN", "codex", args, prompt, [], jailed, env, timeout, way, view
         )

@@ -164,28 +164,36 @@ def test_the_owners_claude_in_box_shell_works_through_the_broker(docker_client, 
     # Its config is the owner's own, beside the login, which the worker's view does not show.
     code, out = as_imd(box, f"test -f {layout.CLAUDE_LOGIN.rsplit('/', 1)[0]}/.claude.json && echo owned")
     assert out.strip() == "owned", out
+    # (~/.claude there holds the broker's stand-in login alone.)
     code, out = as_imd(box, in_view(f"ls -A {layout.OWNER_HOME} {HOME}/.claude"))
-    assert code == 0 and out.split() == [f"{layout.OWNER_HOME}:", f"{HOME}/.claude:"], out
+    assert code == 0 and out.split() == [f"{HOME}/.claude:", ".credentials.json", f"{layout.OWNER_HOME}:"], out
 
 
 # --- the broker's port, held by the worker ---------------------------------------------------------
 
-# The worker's listener on the broker's port: what it is sent goes to LEAKS.
+# The worker's listener on the broker's port, which it binds as soon as the port is free: what it
+# is sent goes to LEAKS.
 IMPOSTOR = (
-    "require('net').createServer((s) => s.once('data', (d) => require('fs').writeFileSync("
-    f"'{LEAKS}/proxy', d))).listen({layout.BROKER_PORT}, '127.0.0.1')"
+    "const server = require('net').createServer((s) => s.once('data', (d) => require('fs').writeFileSync("
+    f"'{LEAKS}/proxy', d))); const bind = () => server.listen({layout.BROKER_PORT}, '127.0.0.1'); "
+    "server.on('error', () => setTimeout(bind, 20)); bind();"
 )
 
 
 def with_the_port_taken(box, step: str) -> tuple[int, str, str]:
     """`step` in box shell while a process of the worker's view holds the broker's port (the
     broker and its supervisor stopped first): its exit code and output, and what the port got."""
-    as_imd(box, f"pkill -KILL -f {shlex.quote(layout.BROKER)}; true")
+    # Its view starts the broker (worker/door/view), which it then waits out.
     listener = in_view(f"exec -a imdt-impostor node -e {shlex.quote(IMPOSTOR)}")
     box.exec_run([*engine.AS_IMD, "/bin/bash", "-c", listener], user="root", detach=True)
     try:
         deadline = time.monotonic() + 30
-        while as_imd(box, f"ss -Hltn 'sport = :{layout.BROKER_PORT}' | grep -q .")[0] != 0:
+        while as_imd(box, "pgrep -f imdt-impostor")[0] != 0:
+            assert time.monotonic() < deadline, "the worker's listener did not start"
+            time.sleep(0.2)
+        as_imd(box, f"pkill -KILL -f {shlex.quote(layout.BROKER)}; true")
+        held = f"ss -Hltnp 'sport = :{layout.BROKER_PORT}' | grep -q \"pid=$(pgrep -f imdt-impostor | head -n 1),\""
+        while as_imd(box, held)[0] != 0:
             assert time.monotonic() < deadline, "the worker's listener did not bind"
             time.sleep(0.2)
         env = {**broker.SHELL_ENV, **jobs.WORKER_ENV, **jobs.OFFLINE}

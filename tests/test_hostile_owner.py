@@ -188,11 +188,11 @@ def with_the_port_taken(box, step: str) -> tuple[int, str, str]:
     box.exec_run([*engine.AS_IMD, "/bin/bash", "-c", listener], user="root", detach=True)
     try:
         deadline = time.monotonic() + 30
-        while as_imd(box, "pgrep -f imdt-impostor")[0] != 0:
+        while as_imd(box, "pgrep -f '^imdt-impostor'")[0] != 0:
             assert time.monotonic() < deadline, "the worker's listener did not start"
             time.sleep(0.2)
         as_imd(box, f"pkill -KILL -f {shlex.quote(layout.BROKER)}; true")
-        held = f"ss -Hltnp 'sport = :{layout.BROKER_PORT}' | grep -q \"pid=$(pgrep -f imdt-impostor | head -n 1),\""
+        held = f"ss -Hltnp 'sport = :{layout.BROKER_PORT}' | grep -q \"pid=$(pgrep -f '^imdt-impostor'),\""
         while as_imd(box, held)[0] != 0:
             assert time.monotonic() < deadline, "the worker's listener did not bind"
             time.sleep(0.2)

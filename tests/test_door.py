@@ -384,9 +384,16 @@ def held_up_by_slow_senders(client, image, topology, volume, folder: Path) -> li
     again); eight seconds in: `door ping` (the health check's), the view's start (what `box
     status`, `box seats` and the worker's start wait on first) and a call through the door. What
     the slow senders held up; empty when nothing."""
+    # In the worker's home, the volume (the box's root is read-only): put there before it starts.
+    staging = client.containers.create(
+        image, command=["true"], volumes={volume: {"bind": HOME}}, labels={"imd-test": "1"}
+    )
+    try:
+        put_files(staging, {SLOW_SENDERS: slow_senders(folder)})
+    finally:
+        staging.remove(force=True)
     box = boxes.start_walled(client, image, topology, volume=volume)
     try:
-        put_files(box, {SLOW_SENDERS: slow_senders(folder)})
         space = jobs.workspace()
         assert as_imd(box, in_view(f"mkdir -p {space} && git --version"))[0] == 0  # the door is up
         flood: dict = {}

@@ -52,8 +52,11 @@ const results = await Promise.all(
     const unreached = r.unreached === true;
     const isLate = r.ok !== true && r.late === true;
     if (!jailed.includes(id)) return { id, ok: r.ok === true, detail: String(r.detail), unreached, late: isLate, ms: Date.now() - started };
-    const j = fromJail[id] || { ok: false, detail: fromJail.why || "no result" };
-    const both = { ok: r.ok === true && j.ok === true, unreached: unreached && j.ok === true, late: isLate && j.ok === true };
+    const j = fromJail[id] || { ok: false, detail: fromJail.why || "no result", late: fromJail.late === true };
+    // Late when neither side has evidence of an open wall: each is ok or late, and one is late.
+    const ok = r.ok === true && j.ok === true;
+    const late = !ok && (r.ok === true || isLate) && (j.ok === true || j.late === true);
+    const both = { ok, unreached: unreached && j.ok === true, late };
     return { id, ...both, detail: `${r.detail}; from a job's jail: ${j.detail}`, ms: Date.now() - started };
   }),
 );

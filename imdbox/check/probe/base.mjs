@@ -62,7 +62,7 @@ export const LINE_MS = BROWSER_BUDGET_MS + BROWSER_SLACK_MS + scaled(1000);
 export const lateness = new AsyncLocalStorage();
 /** "WHAT took longer than N s", noted as the line's. */
 export function late(what, ms) {
-  const said = `${what} took longer than ${Math.round(ms / 1000)} s`;
+  const said = `${what} took longer than ${ms < 10000 ? Math.round(ms / 100) / 10 : Math.round(ms / 1000)} s`;
   const store = lateness.getStore();
   if (store && !store.includes(said)) store.push(said);
   return said;

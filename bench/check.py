@@ -6,17 +6,13 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from typing import TYPE_CHECKING
 
-from bench.common import GOALS, PREFIX, cost_row, log, tail
+from bench.common import GOALS, PREFIX, Bench, cost_row, log, tail
 from bench.report import Row
 from imdbox import engine
 from imdbox.throwaway import throwaway
 from tests.harness import boxes
 from tests.harness import machine as test_machine  # the test topology: one per machine, under the tests' lock
-
-if TYPE_CHECKING:
-    from bench.run import Bench
 
 
 def check(bench: Bench) -> None:

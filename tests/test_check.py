@@ -106,8 +106,6 @@ def check(docker_client, box_image, topology, home_volume):
         with patched_image(docker_client, box_image, patch or {}) as image:
             return run_check(
                 boxes.engine_of(docker_client, image=image, volume=volume or home_volume),
-                image=image,
-                volume=volume or home_volume,
                 networks=topology.network_names if whole_world else [topology.targets["internet"].network],
                 extra_hosts=topology.extra_hosts if whole_world else None,
                 internet_url=kw.pop("internet_url", topology.url("internet")),

@@ -106,8 +106,6 @@ def check(docker_client, box_image, topology, home_volume):
         with patched_image(docker_client, box_image, patch or {}) as image:
             return run_check(
                 boxes.engine_of(docker_client, image=image, volume=volume or home_volume),
-                image=image,
-                volume=volume or home_volume,
                 networks=topology.network_names if whole_world else [topology.targets["internet"].network],
                 extra_hosts=topology.extra_hosts if whole_world else None,
                 internet_url=kw.pop("internet_url", topology.url("internet")),
@@ -1196,15 +1194,6 @@ def test_a_box_that_never_starts_fails_every_line(check):
     assert set(report.failed()) == ALL
     assert "the probe gave no result" in report.results[0].detail
     assert "the firewall could not be set up" in report.results[0].detail
-
-
-@pytest.mark.skipif(not os.environ.get("IMD_BOX_CHECK_SVG"), reason="set IMD_BOX_CHECK_SVG=docs/check.svg to redraw it")
-@pytest.mark.xdist_group("check_healthy")
-def test_draw_the_readme_picture_from_the_healthy_run(healthy):
-    """README's picture is this run's table: IMD_BOX_CHECK_SVG=docs/check.svg pytest -k picture tests/test_check.py"""
-    from imdbox.check.report import as_svg
-
-    Path(os.environ["IMD_BOX_CHECK_SVG"]).write_text(as_svg(healthy))
 
 
 # --- line 16 on a busy machine --------------------------------------------------------------------

@@ -177,21 +177,21 @@ def test_probe_config_carries_the_worker_flags_and_pins():
 
 
 def test_the_default_internet_target_is_the_control_planes_health_url():
-    assert runner.DEFAULT_INTERNET_URL == "https://api.imd.fun/health"
+    assert names.DEFAULT_INTERNET_URL == "https://api.imd.fun/health"
 
 
 def test_the_check_box_is_the_worker_box_with_the_probe_as_its_command():
     """Same RunFlags as the worker: only the command, name and role label differ."""
     limits = EngineLimits(cpus=2, memory=8 * 1024**3)
     worker = RunFlags(limits=limits).sdk_kwargs()
-    cfg = runner.probe_config(RunFlags(limits=limits), runner.DEFAULT_INTERNET_URL, runner.Targets())
+    cfg = runner.probe_config(RunFlags(limits=limits), names.DEFAULT_INTERNET_URL, runner.Targets())
     check = RunFlags(limits=limits, command=runner.probe_command(cfg), role="check", name="x").sdk_kwargs()
     for key in set(worker) | set(check):
         if key in ("command", "labels", "name"):
             continue
         assert worker.get(key) == check.get(key), key
     assert check["command"][:3] == ["/usr/local/bin/node", "--input-type=module", "-e"]  # by path: never the volume's
-    assert json.loads(check["command"][4])["internet_url"] == runner.DEFAULT_INTERNET_URL
+    assert json.loads(check["command"][4])["internet_url"] == names.DEFAULT_INTERNET_URL
 
 
 def test_probe_script_fits_in_one_argument():

@@ -55,9 +55,6 @@ from .report import Report, Result
 from .walls import FROM_A_JOBS_JAIL, WALLS
 
 RESULT_MARK = "IMD-BOX-CHECK "
-# The IMD control plane's health URL (the worker's DEFAULT_SERVER, api.imd.fun): the
-# internet line's target unless `box check --url` names another.
-DEFAULT_INTERNET_URL = "https://api.imd.fun/health"
 # A tool's own limit in the probe. Lines 3 (find over the whole image) and 16 (srt, the
 # browser) take about a second on an idle machine and several on one whose cores are busy:
 # a Mac busy with the worker's jobs is such a machine, and a slow tool is no open wall. It
@@ -250,19 +247,18 @@ def _with_firewall_report(result: Result, stderr: str) -> Result:
 def run_check(
     eng,
     *,
-    image: str,
-    volume: str,
     networks: Sequence[str] = ("bridge",),
     extra_hosts: Optional[dict[str, str]] = None,
-    internet_url: str = DEFAULT_INTERNET_URL,
+    internet_url: str = names.DEFAULT_INTERNET_URL,
     targets: Targets = Targets(),
     only: Sequence[str] = (),
     mutate: Optional[Callable[[dict], None]] = None,
     timeout: float = 60.0,
     name_prefix: str = "imd-box-check-",
 ) -> Report:
-    """Start the throwaway box, let the probes run, remove it; always returns a report. `timeout`
-    is an idle machine's: the probe's limits grow with the machine's load, up to MAX_SCALE times."""
+    """Start the throwaway box on the engine's image and volume (eng.cfg), let the probes run,
+    remove it; always returns a report. `timeout` is an idle machine's: the probe's limits grow
+    with the machine's load, up to MAX_SCALE times."""
     import docker.errors
     import requests.exceptions
 
@@ -270,7 +266,7 @@ def run_check(
 
     started = time.monotonic()
     name = f"{name_prefix}{uuid.uuid4().hex[:8]}"
-    flags = engine.flags(eng, "check", name=name, image=image, volume=volume, network_name=networks[0])
+    flags = engine.flags(eng, "check", name=name, network_name=networks[0])
     config = probe_config(flags, internet_url, targets, only)
     flags = dataclasses.replace(flags, command=probe_command(config))
     kwargs = flags.sdk_kwargs()

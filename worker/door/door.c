@@ -1,4 +1,4 @@
-/* The door: the one way from the worker's view to a job's jail (HACKING.md, "The door").
+/* The door: the one way from the worker's view to a job's jail (docs/jail.md, "The worker's view and its door").
  *
  * The worker runs in a view of the box (worker/door/view) that holds no agent CLI, no
  * login, and no git or forge of its own: each of those names and paths there is a

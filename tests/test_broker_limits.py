@@ -39,7 +39,7 @@ TWIN = script_with(
     ("const REPLAY_BUDGET = 64 * MB;", "const REPLAY_BUDGET = Infinity;"),
     # A refresh on every 401, of any path.
     ("const REFRESH_EVERY_MS = 60 * 1000;", "const REFRESH_EVERY_MS = 0;"),
-    ("answer.statusCode === 401 && INFERENCE.has(`${host} ${route}`)", "answer.statusCode === 401"),
+    ("const inference = Boolean(token) && INFERENCE.has(`${host} ${route}`);", "const inference = Boolean(token);"),
     # Every path, every target, the client's Host, every credential header.
     ("  if (LENT.has(", "  if (true || LENT.has("),
     ('  if (!target.startsWith("/")) return', "  if (false) return"),

@@ -474,17 +474,19 @@ function tooLarge(res, body) {
 // for inference, one refresh (at most one a minute: refresh) and, when the body was kept whole
 // and the token is new, one retry. Any other answer comes back as it came.
 async function relay(host, route, req, res, token) {
-  const body = streamed(req, res, Boolean(token), () => tooLarge(res, body));
+  const inference = Boolean(token) && INFERENCE.has(`${host} ${route}`);
+  const body = streamed(req, res, inference, () => tooLarge(res, body));
   const options = (value) => ({ host, method: req.method, path: req.url, headers: upstreamHeaders(host, req.rawHeaders, value) });
   let { request, answered } = open(options(token));
   body.target = request;
   let answer = await answered;
-  if (token && answer.statusCode === 401 && INFERENCE.has(`${host} ${route}`)) {
+  if (inference && answer.statusCode === 401) {
     const real = await refresh(true);
     if (real?.accessToken && real.accessToken !== token && body.chunks) {
-      body.target = null;
+      body.target = null; // the rest is kept, not sent, and read on (it waited on this one's drain)
       if (body.ended) answer.resume();
       else request.destroy();
+      req.resume();
       await body.done;
       if (!body.chunks || !body.ended) return refuse(res, 401, "the owner's login was refreshed meanwhile: try again");
       ({ request, answered } = open(options(real.accessToken)));

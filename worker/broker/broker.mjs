@@ -381,14 +381,22 @@ function drain(response) {
 }
 
 // The broker's own answer, in the shape of Anthropic's errors; `close`: the connection ends
-// with it (a body it did not read).
+// after it (a body it will not read).
 function refuse(res, status, message, type = "authentication_error", close = false) {
   const body = JSON.stringify({ type: "error", error: { type, message: `imd-box: ${message}` } });
   if (res.headersSent) return res.destroy();
-  const headers = { "content-type": "application/json", "content-length": Buffer.byteLength(body) };
-  if (close) headers.connection = "close";
-  res.writeHead(status, headers).end(body);
-  if (close) res.on("finish", () => res.req.socket.destroy());
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) }).end(body);
+  if (close) res.on("finish", () => linger(res.req));
+}
+
+// A connection ended under a body still coming is reset, and the client may never read the
+// answer before it (measured: curl saw the 413's "100 Continue" and a reset): so what still
+// comes is read and dropped, LINGER_MS at most, while the client reads the answer and stops.
+const LINGER_MS = 5 * 1000;
+
+function linger(req) {
+  req.resume();
+  setTimeout(() => req.socket.destroy(), LINGER_MS).unref();
 }
 
 // A token endpoint's answer: the pair `oauth` holds, as long as it has left.
@@ -446,8 +454,7 @@ function streamed(req, res, keep, tooLarge) {
     if (body.over) return;
     body.size += c.length;
     if (body.size > BODY_LIMIT) {
-      body.over = true;
-      req.pause();
+      body.over = true; // what still comes is dropped (linger)
       return tooLarge();
     }
     if (body.chunks && keptBytes + c.length > REPLAY_BUDGET) release();

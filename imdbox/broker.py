@@ -1,8 +1,7 @@
 """The Claude login broker of a running box (worker/broker): what `box status` says of it.
 
-The broker answers its own status on its socket (in its folder, layout.BROKER_DIR), as
-JSON: its mode ("broker", or "jail":
-IMD_BOX_LOGIN=jail), whether it holds a login, how many runs hold a sentinel now, the last
+The broker answers its own status on its socket (in its folder, layout.BROKER_DIR), as JSON: its
+mode ("broker", or "jail": IMD_BOX_LOGIN=jail), whether it holds a login, how many runs hold a sentinel now, the last
 problem Anthropic gave it ("" when none), and the requests it refused to lend a run's login to
 ("METHOD host/path", each once: docs/broker.md lists the paths it lends it to), so a release of
 Claude Code that calls a new path is seen at once. All of it is the box's text.

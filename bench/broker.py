@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from bench.common import GOALS, added_row, log, tail
+from bench.common import GOALS, Bench, added_row, log, tail
 from bench.report import Row
 from tests.harness import boxes
 from tests.harness import machine as test_machine
-
-if TYPE_CHECKING:
-    from bench.run import Bench
 
 
 def requests_timed(box, count: int, brokered: bool) -> list[float]:

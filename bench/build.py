@@ -8,13 +8,10 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
-from bench.common import GOALS, PREFIX, log, tail, timed
+from bench.common import GOALS, PREFIX, Bench, log, tail, timed
 from bench.report import GB, MB, Row, layer_step
-
-if TYPE_CHECKING:
-    from bench.run import Bench
 
 
 # ---------------------------------------------------------------- builds

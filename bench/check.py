@@ -6,17 +6,13 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from typing import TYPE_CHECKING
 
-from bench.common import GOALS, PREFIX, cost_row, log, tail
+from bench.common import GOALS, PREFIX, Bench, cost_row, log, tail
 from bench.report import Row
 from imdbox import engine
 from imdbox.throwaway import throwaway
 from tests.harness import boxes
 from tests.harness import machine as test_machine  # the test topology: one per machine, under the tests' lock
-
-if TYPE_CHECKING:
-    from bench.run import Bench
 
 
 def check(bench: Bench) -> None:
@@ -72,8 +68,6 @@ def _check_harness(bench: Bench, label: str) -> None:
                     t0 = time.perf_counter()
                     report = run_check(
                         eng,
-                        image=bench.image,
-                        volume=volume,
                         networks=topo.network_names,
                         extra_hosts=topo.extra_hosts,
                         internet_url=topo.url("internet"),
@@ -86,7 +80,7 @@ def _check_harness(bench: Bench, label: str) -> None:
                         slowest.setdefault(wall, []).append(ms)
                     # Side by side with the check, the same box started bare: what a start costs.
                     log(f"bare start {i + 1}/{bench.args.runs}")
-                    bare.samples.append(bare_start(bench, eng, volume, topo))
+                    bare.samples.append(bare_start(bench, eng, topo))
                 lines = sorted(slowest.items(), key=lambda kv: -statistics.median(kv[1]))[:4]
                 row.note += "; slowest lines: " + ", ".join(f"{w} {statistics.median(ms):.0f} ms" for w, ms in lines)
                 if fails:
@@ -102,12 +96,10 @@ def _check_harness(bench: Bench, label: str) -> None:
         bench.rows += [bare, cost_row("`box check` / a bare walled start", row, bare, GOALS["check_starts"])]
 
 
-def bare_start(bench: Bench, eng, volume: str, topo) -> float:
+def bare_start(bench: Bench, eng, topo) -> float:
     """The seconds of a walled box made as run_check makes the check's (the same flags, networks
     and names), whose command is `true`: its entrypoint sets and verifies the walls, and it ends."""
-    flags = engine.flags(
-        eng, "check", ["/bin/true"], image=bench.image, volume=volume, network_name=topo.network_names[0]
-    )
+    flags = engine.flags(eng, "check", ["/bin/true"], network_name=topo.network_names[0])
     kwargs = {**flags.sdk_kwargs(), "extra_hosts": dict(topo.extra_hosts), "name": f"{PREFIX}bare-{bench.run_id}"}
     t0 = time.perf_counter()
     with throwaway(bench.client, kwargs, kwargs["name"]) as box:

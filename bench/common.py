@@ -1,15 +1,17 @@
-"""What the bench's scenarios share: the goals, the log, the `box` command pointed at the bench's
-own names, and the timings and rows they are made of."""
+"""What the bench's scenarios and its runner share: the state (`Bench`), the goals, the log, the
+`box` command pointed at the bench's own names, and the timings and rows they are made of."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 from bench.report import GB, Row
 from tests.harness import boxes
@@ -103,3 +105,67 @@ def timed(fn: Callable[[], object]) -> float:
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0
+
+
+# --------------------------------------------------------------------------- the shared state
+class Bench:
+    """What the scenarios share: the options, the engine, the bench's own names, the rows."""
+
+    def __init__(self, args: argparse.Namespace):
+        import docker
+
+        from imdbox import build, names
+
+        self.args = args
+        self.build = build
+        self.names = names
+        self.client = docker.from_env(timeout=900)
+        self.client.ping()
+        self.run_id = uuid.uuid4().hex[:8]
+        self.image = args.image or f"{PREFIX}box:{self.run_id}"
+        self.container = f"{PREFIX}box-{self.run_id}"
+        self.own_volume: Optional[str] = None
+        self.volume = args.volume or f"{PREFIX}home-{self.run_id}"
+        self.made_images: set[str] = set()
+        self.rows: list[Row] = []
+        self.layers: list[list[str]] = []
+        self.box = Box(self.image, self.container, self.volume, args.network)
+
+    # ---------------------------------------------------------------- clean-up
+    def remove_container(self) -> None:
+        import docker.errors
+
+        try:
+            self.client.containers.get(self.container).remove(force=True)
+        except docker.errors.NotFound:
+            pass
+
+    def remove_volume(self, name: str) -> None:
+        import docker.errors
+
+        try:
+            for c in self.client.containers.list(all=True, filters={"volume": name}):
+                if c.name.startswith(PREFIX):
+                    c.remove(force=True)
+            self.client.volumes.get(name).remove(force=True)
+        except docker.errors.APIError as exc:
+            log(f"could not remove the volume {name}: {exc}")
+
+    def cleanup(self) -> None:
+        import docker.errors
+
+        self.remove_container()
+        if self.own_volume:
+            self.remove_volume(self.own_volume)
+        if self.args.image or self.args.keep_image:
+            return
+        try:
+            self.client.images.remove(self.image)  # our tag; layers others use stay
+        except docker.errors.APIError:
+            pass
+        for image_id in self.made_images:  # cold builds' images nobody else tagged
+            try:
+                if not self.client.images.get(image_id).tags:
+                    self.client.images.remove(image_id)
+            except docker.errors.APIError:
+                pass

@@ -3,15 +3,10 @@ through the box's hands (git and forge in the job's jail) and without them."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from bench.common import GOALS, cost_row, log, tail
+from bench.common import GOALS, Bench, cost_row, log, tail
 from bench.report import Row
 from tests.harness import boxes
 from tests.harness import machine as test_machine
-
-if TYPE_CHECKING:
-    from bench.run import Bench
 
 
 def _worker_steps(bench: Bench, jailed: Row, plain: Row, install, task, change) -> None:

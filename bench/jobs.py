@@ -4,15 +4,11 @@ with its own network (an empty run), and a job's start through the door and befo
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
-from bench.common import GOALS, added_row, cost_row, log, tail, timed_runs
+from bench.common import GOALS, Bench, added_row, cost_row, log, tail, timed_runs
 from bench.report import Row
 from imdbox.layout import JAIL
 from tests.harness import machine as test_machine
-
-if TYPE_CHECKING:
-    from bench.run import Bench
 
 
 def job(bench: Bench) -> None:

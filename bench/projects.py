@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import shlex
 import statistics
-from typing import TYPE_CHECKING
 
-from bench.common import GOALS, cost_row, log, tail
+from bench.common import GOALS, Bench, cost_row, log, tail
 from bench.report import Row
 from imdbox.layout import JAIL
 from tests.harness import boxes
 from tests.harness import machine as test_machine
-
-if TYPE_CHECKING:
-    from bench.run import Bench
 
 
 def commands(bench: Bench) -> None:

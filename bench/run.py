@@ -38,12 +38,13 @@ without it, each command's first run beside the rest.
 internal networks, aimed only at the harness's own listeners: use it on machines
 that must send nothing off the machine.
 
-This file is the runner: the options, the state the scenarios share, the scenarios in their
-order, the table. Each scenario is a module of its own: bench/build.py (the builds, the image's
-size, `box --help`, `box start`), bench/check.py (`box check`), bench/jobs.py (the scripted job,
-a job's jail with its own network, the door), bench/hands.py (the worker's git and forge steps,
-and the v4 hook job), bench/projects.py (a job's own commands), bench/broker.py (the login
-broker); bench/common.py holds what they share and bench/report.py the rows and the table.
+This file is the runner: the options, the scenarios in their order, the table. Each scenario
+is a module of its own: bench/build.py (the builds, the image's size, `box --help`, `box start`),
+bench/check.py (`box check`), bench/jobs.py (the scripted job, a job's jail with its own network,
+the door), bench/hands.py (the worker's git and forge steps, and the v4 hook job),
+bench/projects.py (a job's own commands), bench/broker.py (the login broker); bench/common.py
+holds what they and the runner share (`Bench`, the state, among it) and bench/report.py the rows
+and the table.
 """
 
 from __future__ import annotations
@@ -53,7 +54,6 @@ import datetime as dt
 import json
 import os
 import sys
-import uuid
 from pathlib import Path
 from typing import Optional
 
@@ -65,72 +65,8 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(HERE.parent))
 
 from bench import broker, build, check, hands, jobs, projects  # noqa: E402
-from bench.common import GOALS, PREFIX, Box, log  # noqa: E402
+from bench.common import GOALS, Bench  # noqa: E402
 from bench.report import Row, machine, table  # noqa: E402
-
-
-# --------------------------------------------------------------------------- the shared state
-class Bench:
-    """What the scenarios share: the options, the engine, the bench's own names, the rows."""
-
-    def __init__(self, args: argparse.Namespace):
-        import docker
-
-        from imdbox import build, names
-
-        self.args = args
-        self.build = build
-        self.names = names
-        self.client = docker.from_env(timeout=900)
-        self.client.ping()
-        self.run_id = uuid.uuid4().hex[:8]
-        self.image = args.image or f"{PREFIX}box:{self.run_id}"
-        self.container = f"{PREFIX}box-{self.run_id}"
-        self.own_volume: Optional[str] = None
-        self.volume = args.volume or f"{PREFIX}home-{self.run_id}"
-        self.made_images: set[str] = set()
-        self.rows: list[Row] = []
-        self.layers: list[list[str]] = []
-        self.box = Box(self.image, self.container, self.volume, args.network)
-
-    # ---------------------------------------------------------------- clean-up
-    def remove_container(self) -> None:
-        import docker.errors
-
-        try:
-            self.client.containers.get(self.container).remove(force=True)
-        except docker.errors.NotFound:
-            pass
-
-    def remove_volume(self, name: str) -> None:
-        import docker.errors
-
-        try:
-            for c in self.client.containers.list(all=True, filters={"volume": name}):
-                if c.name.startswith(PREFIX):
-                    c.remove(force=True)
-            self.client.volumes.get(name).remove(force=True)
-        except docker.errors.APIError as exc:
-            log(f"could not remove the volume {name}: {exc}")
-
-    def cleanup(self) -> None:
-        import docker.errors
-
-        self.remove_container()
-        if self.own_volume:
-            self.remove_volume(self.own_volume)
-        if self.args.image or self.args.keep_image:
-            return
-        try:
-            self.client.images.remove(self.image)  # our tag; layers others use stay
-        except docker.errors.APIError:
-            pass
-        for image_id in self.made_images:  # cold builds' images nobody else tagged
-            try:
-                if not self.client.images.get(image_id).tags:
-                    self.client.images.remove(image_id)
-            except docker.errors.APIError:
-                pass
 
 
 # --------------------------------------------------------------------------- main

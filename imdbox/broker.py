@@ -1,8 +1,10 @@
 """The Claude login broker of a running box (worker/broker): what `box status` says of it.
 
-The broker answers its own status on its socket, in its folder (layout.BROKER_DIR), as JSON: its mode ("broker",
-or "jail": IMD_BOX_LOGIN=jail), whether it holds a login, how many runs hold a sentinel now, and
-the last problem Anthropic gave it ("" when none). All of it is the box's text.
+The broker answers its own status on its socket (in its folder, layout.BROKER_DIR), as JSON: its
+mode ("broker", or "jail": IMD_BOX_LOGIN=jail), whether it holds a login, how many runs hold a sentinel now, the last
+problem Anthropic gave it ("" when none), and the requests it refused to lend a run's login to
+("METHOD host/path", each once: docs/broker.md lists the paths it lends it to), so a release of
+Claude Code that calls a new path is seen at once. All of it is the box's text.
 """
 
 from __future__ import annotations
@@ -43,6 +45,13 @@ def line(container) -> tuple[str, bool]:
     if not isinstance(said, dict):
         return "the login broker does not answer: run `box start` again", True
     problem = safe(str(said.get("problem") or ""))[:300]
+    refused = said.get("refused") if isinstance(said.get("refused"), list) else []
+    if refused:
+        shown = ", ".join(safe(str(r))[:120] for r in refused[:5]) + (
+            f" and {len(refused) - 5} more" if len(refused) > 5 else ""
+        )
+        more = f"a run's login refused for {shown}: not on the broker's list (docs/broker.md), a job's or a new Claude Code's"
+        problem = f"{problem}; {more}" if problem else more
     if said.get("mode") == "jail":
         where = "in each Claude job's jail (IMD_BOX_LOGIN=jail: your choice)"
     elif said.get("login") != "held":

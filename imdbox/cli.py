@@ -11,7 +11,6 @@ from typing import Annotated, Optional
 import typer
 
 from . import names
-from .check.runner import DEFAULT_INTERNET_URL
 from .config import Config
 
 app = typer.Typer(
@@ -189,7 +188,7 @@ def check(
         typer.Option(
             "--url", envvar="IMD_BOX_CHECK_URL", help="The internet target: a public HTTPS URL the box must reach."
         ),
-    ] = DEFAULT_INTERNET_URL,
+    ] = names.DEFAULT_INTERNET_URL,
     targets: Annotated[
         Optional[Path],
         typer.Option(

@@ -228,28 +228,26 @@ def flags(
     environment: Optional[dict[str, str]] = None,
     interactive: bool = False,
     starts: bool = True,
-    image: Optional[str] = None,
-    volume: Optional[str] = None,
     network_name: Optional[str] = None,
 ) -> RunFlags:
     """The one way to make any box's flags (the product's, `box check`'s, the tests' and
     the bench's). `starts=False` for a box that is only created (to read the volume): it
-    never runs its entrypoint, so it needs no firewall input. image, volume and network
-    default to the seat's own (eng.cfg); `box check` in the tests names its own."""
-    image = image or eng.cfg.image
+    never runs its entrypoint, so it needs no firewall input. The image and volume are the
+    engine's (eng.cfg); the network is its own unless `network_name` names another."""
+    cfg = eng.cfg
     return RunFlags(
         limits=limits(eng),
-        image=image,
+        image=cfg.image,
         command=list(command) if command else None,
         name=name,
         role=role,
         network=network_name or network(eng),
-        volume=volume or eng.cfg.volume,
-        box_command=eng.cfg.command(),
-        environment={**({LOGIN_ENV: "jail"} if eng.cfg.login_in_jail else {}), **(environment or {})},
+        volume=cfg.volume,
+        box_command=cfg.command(),
+        environment={**({LOGIN_ENV: "jail"} if cfg.login_in_jail else {}), **(environment or {})},
         restart=restart,
         interactive=interactive,
-        host_addresses=hostaddrs.collect(eng.client, image, eng.endpoint.host, eng.cfg.container) if starts else (),
+        host_addresses=hostaddrs.collect(eng.client, cfg.image, eng.endpoint.host, cfg.container) if starts else (),
     )
 
 

@@ -15,6 +15,9 @@ DEFAULT_VOLUME = "imd-worker-home"
 # Lower case, digits, `-` and `_`, as Docker names allow; short enough to read in a table.
 SEAT_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,23}")
 HOSTNAME = "imd-box"
+# The IMD control plane's health URL (the worker's DEFAULT_SERVER, api.imd.fun): `box check`'s
+# internet line's target unless `box check --url` names another.
+DEFAULT_INTERNET_URL = "https://api.imd.fun/health"
 HOME = "/home/imd"
 UID = 1000  # the worker user `imd`, as the Dockerfile makes it
 

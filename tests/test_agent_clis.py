@@ -152,8 +152,6 @@ def test_check_line_16_runs_the_installed_agents_as_a_job_gets_them(docker_clien
     with patched_image(docker_client, box_image, patch) as image:
         report = run_check(
             boxes.engine_of(docker_client, image=image, volume=agents),
-            image=image,
-            volume=agents,
             networks=topology.network_names,
             extra_hosts=topology.extra_hosts,
             internet_url=topology.url("internet"),

@@ -54,6 +54,14 @@ def test_the_owners_choice(value, jail):
     assert Config.from_env({"IMD_BOX_LOGIN": value}).login_in_jail is jail
 
 
+def test_refused_paths_are_named():
+    refused = [f"GET api.anthropic.com/api/imdt-{i}\x1b[2J" for i in range(7)]
+    said, wrong = broker.line(Box(status(refused=refused)))
+    assert wrong and "a run's login refused for GET api.anthropic.com/api/imdt-0" in said, said
+    assert "/api/imdt-4" in said and "/api/imdt-5" not in said and "and 2 more" in said, said
+    assert "\x1b" not in said and "not on the broker's list (docs/broker.md)" in said, said
+
+
 class Restarting(Box):
     """A box Docker began restarting between `box status`'s look and its exec."""
 

@@ -17,7 +17,7 @@ from imdbox.check import bundle as bundler
 from imdbox.check import counters, runner
 from imdbox.check.command import load_targets
 from imdbox.check.counters import Counted
-from imdbox.check.report import Report, Result, render
+from imdbox.check.report import Report, Result, render, summary
 from imdbox.check.walls import WALLS
 from imdbox.runflags import EngineLimits, RunFlags
 from tests.harness.cli import run_box
@@ -59,6 +59,33 @@ def test_parse_no_result_line_fails_every_wall_with_the_reason():
     results, _ = runner.parse("", stderr, 78)
     assert len(results) == len(WALLS) and not any(r.ok for r in results)
     assert "exit 78" in results[0].detail and "firewall could not be set up" in results[0].detail
+
+
+def test_a_line_out_of_time_is_not_proved_never_a_fail():
+    from rich.console import Console
+
+    rows = all_ok()
+    jail = next(r for r in rows if r["id"] == "read_jail")
+    jail.update(ok=False, late=True, detail="the browser in the job's jail took longer than 10 s")
+    results, _ = runner.parse(box_output(rows), WALLS_UP, 0)
+    line = next(r for r in results if r.id == "read_jail")
+    # The internet line was reached: an unreached line would be a FAIL, a late one stays not proved.
+    assert (line.ok, line.not_proved, line.late) == (False, True, True)
+    report = Report(results, 1.0)
+    assert report.exit_code == 3
+    text, _ = summary(report)
+    assert "16 not proved: ran out of time" in text and "FAIL" not in text, text
+    out = io.StringIO()
+    render(report, Console(file=out, width=200))
+    assert "not proved: the browser in the job's jail took longer than 10 s" in out.getvalue()
+
+
+def test_a_late_line_with_evidence_is_a_fail():
+    rows = all_ok()
+    jail = next(r for r in rows if r["id"] == "read_jail")
+    jail.update(ok=False, detail="the sandbox READ the device key; srt took longer than 10 s")  # no late flag
+    results, _ = runner.parse(box_output(rows), WALLS_UP, 0)
+    assert Report(results, 1.0).exit_code == 1
 
 
 def test_parse_a_missing_wall_is_a_fail():
@@ -150,21 +177,21 @@ def test_probe_config_carries_the_worker_flags_and_pins():
 
 
 def test_the_default_internet_target_is_the_control_planes_health_url():
-    assert runner.DEFAULT_INTERNET_URL == "https://api.imd.fun/health"
+    assert names.DEFAULT_INTERNET_URL == "https://api.imd.fun/health"
 
 
 def test_the_check_box_is_the_worker_box_with_the_probe_as_its_command():
     """Same RunFlags as the worker: only the command, name and role label differ."""
     limits = EngineLimits(cpus=2, memory=8 * 1024**3)
     worker = RunFlags(limits=limits).sdk_kwargs()
-    cfg = runner.probe_config(RunFlags(limits=limits), runner.DEFAULT_INTERNET_URL, runner.Targets())
+    cfg = runner.probe_config(RunFlags(limits=limits), names.DEFAULT_INTERNET_URL, runner.Targets())
     check = RunFlags(limits=limits, command=runner.probe_command(cfg), role="check", name="x").sdk_kwargs()
     for key in set(worker) | set(check):
         if key in ("command", "labels", "name"):
             continue
         assert worker.get(key) == check.get(key), key
     assert check["command"][:3] == ["/usr/local/bin/node", "--input-type=module", "-e"]  # by path: never the volume's
-    assert json.loads(check["command"][4])["internet_url"] == runner.DEFAULT_INTERNET_URL
+    assert json.loads(check["command"][4])["internet_url"] == names.DEFAULT_INTERNET_URL
 
 
 def test_probe_script_fits_in_one_argument():

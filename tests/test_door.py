@@ -23,6 +23,9 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import subprocess
+import threading
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +34,7 @@ from tests.harness import agents as agents_mod
 from tests.harness import boxes, jobs
 from tests.harness.boxes import as_imd, in_view
 from tests.harness.jobs import HOME, SECRETS
+from tests.test_check import door_with, patched_image, put_files
 
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[0])]
 
@@ -265,3 +269,172 @@ def test_a_door_that_dies_starts_again(box):
     down = [line for line in lines if line.startswith("imd-box: git was not started: the box's door")]
     assert len(lines) == 80 and {*lines} - {*down} == {"git version 2.47.3"} and lines[-1] == "git version 2.47.3", out
     print(f"\n[door] {len(down)} of {len(lines)} calls 20 ms apart failed while the door started again")
+
+
+# --- slow senders at the door's slot limit ------------------------------------------------------
+
+# A caller that sends its request a byte at a time: in the worker's view, with the worker's powers
+# (its own program in its home). Node cannot send descriptors, so it is C, built by this
+# machine's gcc (the image has none; static, so no libc of this machine's is needed in the box).
+SLOW_SENDERS_C = r"""
+/* slow N SECONDS SOCKET: N callers of the door at SOCKET, each sending a call's header at once
+ * (its length, 1 MiB, and three descriptors), then one byte every 4 s; a caller the door lets go
+ * calls again at once. Prints "callers K", those connected at the end. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+static long now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static int caller(const char *path) {
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    strncpy(addr.sun_path, path, sizeof addr.sun_path - 1);
+    if (s < 0) return -1;
+    if (connect(s, (struct sockaddr *)&addr, sizeof addr) < 0) {
+        close(s);
+        return -1;
+    }
+    uint32_t len = 1 << 20;
+    int fds[3] = {0, 1, 2};
+    char control[CMSG_SPACE(sizeof fds)] = {0};
+    struct iovec iov = {.iov_base = &len, .iov_len = sizeof len};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof fds);
+    memcpy(CMSG_DATA(cm), fds, sizeof fds);
+    if (sendmsg(s, &msg, MSG_NOSIGNAL) != sizeof len) {
+        close(s);
+        return -1;
+    }
+    return s;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4) return 64;
+    int n = atoi(argv[1]), open = 0;
+    long end = now() + atol(argv[2]) * 1000;
+    struct pollfd *p = calloc((size_t)n, sizeof *p);
+    long *next = calloc((size_t)n, sizeof *next);
+    for (int i = 0; i < n; i++) p[i].fd = -1;
+    while (now() < end) {
+        open = 0;
+        for (int i = 0; i < n; i++) {
+            if (p[i].fd < 0) {
+                p[i].fd = caller(argv[3]);
+                p[i].events = POLLRDHUP;
+                next[i] = now() + 4000;
+            } else if (now() >= next[i]) {
+                next[i] = now() + 4000;
+                if (send(p[i].fd, "a", 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN) {
+                    close(p[i].fd);
+                    p[i].fd = -1;
+                }
+            }
+            open += p[i].fd >= 0;
+        }
+        if (poll(p, (nfds_t)n, 100) > 0)
+            for (int i = 0; i < n; i++)
+                if (p[i].fd >= 0 && p[i].revents) {
+                    close(p[i].fd);
+                    p[i].fd = -1;
+                }
+    }
+    printf("callers %d\n", open);
+    return 0;
+}
+"""
+SLOW_SENDERS = f"{HOME}/imdt-slow-senders"
+# The door's call slots (door.c MAX_CALLS), its queue (listen's 64) full, and more waiting for room.
+CALLERS = 400
+FLOOD_SECONDS = 60  # past every probe, the twin's timeouts too
+
+
+def slow_senders(folder: Path) -> bytes:
+    (folder / "slow.c").write_text(SLOW_SENDERS_C)
+    build = ["gcc", "-O2", "-static", "-Wall", "-Werror", "-o", str(folder / "slow"), str(folder / "slow.c")]
+    subprocess.run(build, check=True)
+    return (folder / "slow").read_bytes()
+
+
+def timed(name: str, seconds: int, command: str) -> str:
+    """`command` given `seconds`; its line: NAME EXIT-CODE MILLISECONDS."""
+    return (
+        f"s=$(date +%s%N); timeout {seconds} {command} >/dev/null 2>&1; c=$?; "
+        f'echo "{name} $c $(( ($(date +%s%N) - s) / 1000000 ))"'
+    )
+
+
+def held_up_by_slow_senders(client, image, topology, volume, folder: Path) -> list[str]:
+    """A walled box whose worker keeps CALLERS slow senders at the door (each let go calls
+    again); eight seconds in: `door ping` (the health check's), the view's start (what `box
+    status`, `box seats` and the worker's start wait on first) and a call through the door. What
+    the slow senders held up; empty when nothing."""
+    # In the worker's home, the volume (the box's root is read-only): put there before it starts.
+    staging = client.containers.create(
+        image, command=["true"], volumes={volume: {"bind": HOME}}, labels={"imd-test": "1"}
+    )
+    try:
+        put_files(staging, {SLOW_SENDERS: slow_senders(folder)})
+    finally:
+        staging.remove(force=True)
+    box = boxes.start_walled(client, image, topology, volume=volume)
+    try:
+        space = jobs.workspace()
+        assert as_imd(box, in_view(f"mkdir -p {space} && git --version"))[0] == 0  # the door is up
+        flood: dict = {}
+        script = f"{SLOW_SENDERS} {CALLERS} {FLOOD_SECONDS} {layout.DOOR_DIR}/door.sock"
+        senders = threading.Thread(target=lambda: flood.update(out=as_imd(box, in_view(script), timeout=90)))
+        senders.start()
+        probes = [
+            "sleep 8",
+            timed("ping", 10, f"{layout.DOOR} ping"),
+            timed("view", 10, f"{layout.WORKER_VIEW} /bin/true"),
+            timed("call", 20, f"{layout.WORKER_VIEW} /bin/bash -c {shlex.quote(f'cd {space} && git --version')}"),
+        ]
+        code, out = as_imd(box, "; ".join(probes), timeout=60)
+        senders.join(90)
+    finally:
+        box.remove(force=True)
+    print(f"\n[door] {CALLERS} slow senders ({flood.get('out')}): {' | '.join(out.splitlines())}")
+    assert int(flood["out"][1].split("callers ")[1].split()[0]) >= 256, flood
+    took = {name: (int(c), int(ms)) for name, c, ms in (line.split() for line in out.splitlines())}
+    harm = []
+    if took["ping"][0] not in (0, 75) or took["ping"][1] > 2000:
+        harm.append(f"door ping ended {took['ping'][0]} after {took['ping'][1]} ms")
+    if took["view"][0] != 0 or took["view"][1] > 2000:
+        harm.append(f"the view's start ended {took['view'][0]} after {took['view'][1]} ms")
+    if took["call"][0] != 0:
+        harm.append(f"a call ended {took['call'][0]} after {took['call'][1]} ms")
+    return harm
+
+
+def test_slow_senders_at_the_slot_limit_hold_nothing_up(docker_client, box_image, topology, test_volume, tmp_path):
+    assert held_up_by_slow_senders(docker_client, box_image, topology, test_volume, tmp_path) == []
+
+
+def test_twin_a_door_that_times_each_read(docker_client, box_image, topology, test_volume, tmp_path):
+    # The door before the fix: REQUEST_MS for each read, so a byte every 4 s holds a call slot
+    # for good, and a `door ping` that waits on a full queue as long as it stays full.
+    patch = door_with(
+        tmp_path,
+        ("        long left = deadline - ms_now();\n", "        long left = REQUEST_MS;\n"),
+        ("        int s = connect_door(SOCK_NONBLOCK);\n", "        int s = connect_door(0);\n"),
+    )
+    with patched_image(docker_client, box_image, patch) as image:
+        harm = held_up_by_slow_senders(docker_client, image, topology, test_volume, tmp_path)
+    assert any(h.startswith("door ping") for h in harm) and any(h.startswith("a call") for h in harm), harm

@@ -50,8 +50,6 @@ def main(
         ui.note("» starting a throwaway box with the worker's flags and probing every wall…")
     report = run_check(
         eng,
-        image=cfg.image,
-        volume=cfg.volume,
         networks=[engine.network(eng)],
         internet_url=url,
         targets=targets,

@@ -18,13 +18,16 @@ class Result:
     id: str
     ok: bool
     detail: str
-    # Failed only on the internet URL, which the box itself could not reach (runner.py decides):
+    # Failed only on the internet URL, which the box itself could not reach (runner.py decides),
+    # or only on what ran out of time (`late`: its detail says what took longer than its limit):
     # neither ok nor a FAIL.
     not_proved: bool = False
+    late: bool = False
 
 
 # `box check`'s exit codes (docs/walls.md lists them): every line ok, a line FAILs, and no line
-# FAILs but some are not proved (the internet URL out of reach). 2 is a usage error.
+# FAILs but some are not proved (the internet URL out of reach, or a probe out of time on a busy
+# machine). 2 is a usage error.
 ALL_OK, A_FAIL, NOT_PROVED = 0, 1, 3
 
 
@@ -108,13 +111,20 @@ def summary(report: Report) -> tuple[str, str]:
     if report.ok:
         return head + "all ok", "bold green"
     said = [f"{len(failed)} FAIL ({_numbers(failed)})"] if failed else []
-    unproved = report.not_proved()
+    unproved = [r for r in report.not_proved() if not r.late]
     if unproved:
         # The internet line's evidence names the URL and what stopped it.
         why = safe(report.by_id("internet").detail)
         said.append(
             f"{_numbers(unproved)} not proved: the box could not reach its internet URL ({why}); "
             "run it again with --url and a URL the box can reach"
+        )
+    late = [r for r in report.not_proved() if r.late]
+    if late:
+        # Each line's evidence says what took longer than its limit.
+        said.append(
+            f"{_numbers(late)} not proved: ran out of time, even with limits grown for a busy machine; "
+            "run it again when the machine is less busy"
         )
     return head + "; ".join(said), "bold red" if failed else "bold yellow"
 

@@ -55,14 +55,16 @@ from .report import Report, Result
 from .walls import FROM_A_JOBS_JAIL, WALLS
 
 RESULT_MARK = "IMD-BOX-CHECK "
-# The IMD control plane's health URL (the worker's DEFAULT_SERVER, api.imd.fun): the
-# internet line's target unless `box check --url` names another.
-DEFAULT_INTERNET_URL = "https://api.imd.fun/health"
 # A tool's own limit in the probe. Lines 3 (find over the whole image) and 16 (srt, the
 # browser) take about a second on an idle machine and several on one whose cores are busy:
 # a Mac busy with the worker's jobs is such a machine, and a slow tool is no open wall. It
 # stays under a line's limit (the browser's budget plus its slack: probe/base.mjs).
 TOOL_SECONDS = 10
+# The probe's limits are an idle machine's, scaled by how slow this one is when the check starts:
+# a bare start of the image's node (probe/base.mjs machineScale) against BARE_START_MS, its
+# median on an idle 2-core machine (32 ms measured; rounded up), at most MAX_SCALE times.
+BARE_START_MS = 40
+MAX_SCALE = 4
 PACKAGE_JSON = names.REPO_ROOT / "image" / "package.json"
 # The probe runs in the worker's own volume, where anything may be planted in
 # ~/.npm-global/bin: it is started by path, runs every tool by its path in the
@@ -155,6 +157,7 @@ def probe_config(flags: RunFlags, internet_url: str, targets: Targets, only: Seq
         "dns_name_is_the_urls": not named,
         "browser": {"script": browser.CHECK_SCRIPT, "budget_ms": browser.CHECK_SECONDS * 1000},
         "tool_ms": TOOL_SECONDS * 1000,
+        "scale": {"bare_ms": BARE_START_MS, "max": MAX_SCALE},
         "claude_settings": CLAUDE_SETTINGS,
         "broker": {"login": CLAUDE_LOGIN, "program": BROKER, "port": BROKER_PORT, "tls_port": BROKER_TLS_PORT},
         "own_env": OWN_ENV,
@@ -203,8 +206,9 @@ def parse(
             results.append(Result(w.number, w.title, w.id, False, "the probe gave no result for this wall"))
         else:
             ok = r.get("ok") is True
-            unreached = not ok and r.get("unreached") is True
-            results.append(Result(w.number, w.title, w.id, ok, str(r.get("detail", "")), not_proved=unreached))
+            late = not ok and r.get("late") is True
+            unreached = not ok and (late or r.get("unreached") is True)
+            results.append(Result(w.number, w.title, w.id, ok, str(r.get("detail", "")), unreached, late))
     results = [_with_firewall_report(r, stderr) if r.id == "firewall" else r for r in results]
     results = counters.with_jail_counted(results, jailed, counted)
     return _not_proved_where_the_url_was(results), {k: int(v.get("ms", 0)) for k, v in raw.items()}
@@ -217,7 +221,7 @@ def _not_proved_where_the_url_was(results: list[Result]) -> list[Result]:
     internet = next((r for r in results if r.id == "internet"), None)
     if internet is not None and internet.not_proved:
         return results
-    return [dataclasses.replace(r, not_proved=False) if r.not_proved else r for r in results]
+    return [dataclasses.replace(r, not_proved=False) if r.not_proved and not r.late else r for r in results]
 
 
 def _with_firewall_report(result: Result, stderr: str) -> Result:
@@ -243,18 +247,18 @@ def _with_firewall_report(result: Result, stderr: str) -> Result:
 def run_check(
     eng,
     *,
-    image: str,
-    volume: str,
     networks: Sequence[str] = ("bridge",),
     extra_hosts: Optional[dict[str, str]] = None,
-    internet_url: str = DEFAULT_INTERNET_URL,
+    internet_url: str = names.DEFAULT_INTERNET_URL,
     targets: Targets = Targets(),
     only: Sequence[str] = (),
     mutate: Optional[Callable[[dict], None]] = None,
     timeout: float = 60.0,
     name_prefix: str = "imd-box-check-",
 ) -> Report:
-    """Start the throwaway box, let the probes run, remove it; always returns a report."""
+    """Start the throwaway box on the engine's image and volume (eng.cfg), let the probes run,
+    remove it; always returns a report. `timeout` is an idle machine's: the probe's limits grow
+    with the machine's load, up to MAX_SCALE times."""
     import docker.errors
     import requests.exceptions
 
@@ -262,7 +266,7 @@ def run_check(
 
     started = time.monotonic()
     name = f"{name_prefix}{uuid.uuid4().hex[:8]}"
-    flags = engine.flags(eng, "check", name=name, image=image, volume=volume, network_name=networks[0])
+    flags = engine.flags(eng, "check", name=name, network_name=networks[0])
     config = probe_config(flags, internet_url, targets, only)
     flags = dataclasses.replace(flags, command=probe_command(config))
     kwargs = flags.sdk_kwargs()
@@ -280,7 +284,7 @@ def run_check(
         if set(only or FROM_A_JOBS_JAIL) & set(FROM_A_JOBS_JAIL):
             counter.start()
         try:
-            exit_code = container.wait(timeout=timeout)["StatusCode"]
+            exit_code = container.wait(timeout=timeout * MAX_SCALE)["StatusCode"]
         except (requests.exceptions.RequestException, docker.errors.APIError):
             exit_code = None
         if counter.is_alive():  # its exec ends with the box
@@ -288,7 +292,8 @@ def run_check(
         stdout = container.logs(stdout=True, stderr=False).decode(errors="replace")
         stderr = container.logs(stdout=False, stderr=True).decode(errors="replace")
         if exit_code is None:
-            results = _fail_all(f"the check box did not finish in {timeout:.0f} s")
+            late = f"the check box took longer than {timeout * MAX_SCALE:.0f} s"
+            results = [Result(w.number, w.title, w.id, False, late, True, True) for w in WALLS]
             ms: dict[str, int] = {}
         else:
             results, ms = parse(stdout, stderr, exit_code, list(counter.counted))

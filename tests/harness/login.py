@@ -1,8 +1,8 @@
 """Anthropic at its real names in the test world, and an owner's Claude login, for the login
 broker's tests (worker/broker).
 
-The scripted model (model.mjs, with MODEL_LOGIN) serves api.anthropic.com and
-platform.claude.com on the box's loopback, port 443, with a certificate of a test CA. A box of
+The scripted model (model.mjs, with MODEL_LOGIN) serves api.anthropic.com, platform.claude.com
+and the broker's other hosts on the box's loopback, port 443, with a certificate of a test CA. A box of
 `walled` has those names at its loopback in its hosts file, and the test CA in its CA bundle,
 as a machine on the internet has the real hosts and the real CAs: the broker, and a Claude Code
 that bypassed it, reach them as they would Anthropic's.
@@ -28,7 +28,9 @@ from tests.harness import boxes, jobs
 from tests.harness.image import CA_FILE
 from tests.harness.jobs import HOME
 
-HOSTS = ("api.anthropic.com", "platform.claude.com")
+# Every host the broker serves (worker/paths BROKER_HOSTS): the test world's Anthropic answers
+# them all, so what Claude Code asks of each is seen (model.mjs logs every request).
+HOSTS = ("api.anthropic.com", "platform.claude.com", "console.anthropic.com", "mcp-proxy.anthropic.com", "claude.ai")
 LOGIN = f"{HOME}/.claude/.credentials.json"
 ACCESS = "sk-ant-oat01-imdt-owner-access-0"
 REFRESH = "sk-ant-ort01-imdt-owner-refresh-0"

@@ -35,8 +35,10 @@
 //   each time, and a refresh token used once is refused (400 invalid_grant) ever after;
 //   "invalid_grant": true refuses every refresh; "token_down": n answers the first n 503.
 // - GET /api/oauth/profile answers the account with the access token, as /v1/messages would.
+// - A body over 32 MB (the Messages API's limit) is read, not kept, and answered 413
+//   (request_too_large), as Anthropic answers it.
 // Each request is reported: request <json> {"host", "method", "path", "headers" (raw, in order),
-// "body"}, and each refresh: refresh <json> {"given", "ok"}.
+// "body", "size"}, and each refresh: refresh <json> {"given", "ok"}.
 import http from "node:http";
 import https from "node:https";
 
@@ -139,11 +141,12 @@ function answer(res, status, data) {
 }
 
 // The login's side of a request; true when it was answered here.
-function loggedIn(req, res, path, raw) {
+function loggedIn(req, res, path, raw, size) {
   if (!login) return false;
   console.log(`request ${JSON.stringify({
-    host: req.headers.host, method: req.method, path: req.url, headers: req.rawHeaders, body: raw,
+    host: req.headers.host, method: req.method, path: req.url, headers: req.rawHeaders, body: raw.slice(0, 4096), size,
   })}`);
+  if (size > LIMIT) return answer(res, 413, { type: "error", error: { type: "request_too_large", message: "too large" } }), true;
   if (req.method === "POST" && path === "/v1/oauth/token") {
     let asked = {};
     try {
@@ -177,12 +180,18 @@ function loggedIn(req, res, path, raw) {
   return false;
 }
 
+const LIMIT = 32 * 1000 * 1000;
+
 const serve = (req, res) => {
   const chunks = [];
-  req.on("data", (c) => chunks.push(c));
+  let size = 0;
+  req.on("data", (c) => {
+    size += c.length;
+    if (size <= LIMIT) chunks.push(c);
+  });
   req.on("end", () => {
     const path = req.url.split("?")[0];
-    if (loggedIn(req, res, path, Buffer.concat(chunks).toString("utf8"))) return;
+    if (loggedIn(req, res, path, Buffer.concat(chunks).toString("utf8"), size)) return;
     if (req.method !== "POST" || path !== "/v1/messages") {
       res.writeHead(404, { "content-type": "application/json" });
       res.end(JSON.stringify({ type: "error", error: { type: "not_found_error", message: `no ${path} here` } }));

@@ -8,9 +8,10 @@
 // jail names them at its own loopback, where TLS_PORT is forwarded as 443 (worker/jail.d/network),
 // so nothing else it sends comes here. The broker ends TLS itself, for the host the client names
 // (SNI) and no other, with a certificate of its own CA that the jail trusts (DIR/trust.pem: the
-// box's bundle and that CA), and on each request swaps a live run's sentinel for the owner's
-// token; every other byte goes on as it came, to that host, and the answer comes back as it
-// streams. PORT, on the box's loopback, is a CONNECT proxy for the owner's Claude Code in `box
+// box's bundle and that CA), and swaps a live run's sentinel for the owner's token on the
+// requests it lends the login to (LENT), to that host (its Host header too) with no other
+// credential; the body streams on as it comes (under a cap), and the answer comes back as it
+// streams. What it forwards and refuses: docs/broker.md. PORT, on the box's loopback, is a CONNECT proxy for the owner's Claude Code in `box
 // shell`: a tunnel to one of the hosts on 443 is ended the same way, and every other is refused
 // in one line that names the host (the box's loopback, its own addresses and private ranges by
 // name), so the broker reaches nothing but Anthropic for anyone.
@@ -38,7 +39,8 @@ import tls from "node:tls";
 // a launcher is told to bind it ("owner"), and the broker stands in for no one.
 // HOST...: where Claude Code sends its login (worker/paths BROKER_HOSTS): the Messages API and the
 // account's own calls, its token endpoints, and the claude.ai connectors' proxy.
-const [dir, portText, tlsPortText, loginFile, mode, ...HOSTS] = process.argv.slice(2);
+const [dir, portText, tlsPortText, loginFile, mode, ...given] = process.argv.slice(2);
+const HOSTS = given.map((h) => h.toLowerCase());
 const port = Number(portText);
 const tlsPort = Number(tlsPortText);
 // Its token endpoint (console.anthropic.com's before 2.1).
@@ -136,15 +138,24 @@ function save(oauth) {
 // refresh token Anthropic refused (400, 401) stays refused: it is not asked again until the
 // login changes (the owner logged in again). One that failed otherwise (no answer, 429, 5xx)
 // is asked again a minute later at the soonest.
-const RETRY_MS = 60 * 1000;
+// And whatever jobs do (an upstream 401 is theirs to make at will), one refresh of a login a
+// minute at most: the next is asked a minute after the last, of the login it left; a login the
+// owner wrote since is a new one.
+const REFRESH_EVERY_MS = 60 * 1000;
 let refused = null; // { key, at, final } of the login whose refresh failed
+let last = null; // { key, at } of the login the last refresh left
 
 function refresh(force) {
   const current = login();
   if (!current) return Promise.resolve(null);
+  if (refreshing) return refreshing;
   if (!force && current.expiresAt - Date.now() > EARLY_MS) return Promise.resolve(current);
-  if (refused?.key === seen.key && (refused.final || Date.now() - refused.at < RETRY_MS)) return Promise.resolve(current);
-  refreshing ??= refreshNow(current).finally(() => (refreshing = null));
+  if (refused?.key === seen.key && refused.final) return Promise.resolve(current);
+  if (last?.key === seen.key && Date.now() - last.at < REFRESH_EVERY_MS) return Promise.resolve(current);
+  refreshing = refreshNow(current).finally(() => {
+    refreshing = null;
+    last = { key: seen.key, at: Date.now() };
+  });
   return refreshing;
 }
 
@@ -173,7 +184,7 @@ async function refreshNow(current) {
     const next = final ? "run 'claude' in 'box shell' and log in again" : "the broker asks again within a minute";
     state.problem = `the owner's Claude login could not be refreshed (${why.slice(0, 80)}): ${next}`;
     say(state.problem);
-    refused = { key: seen.key, at: Date.now(), final };
+    refused = { key: seen.key, final };
     return current;
   }
   const next = {
@@ -295,21 +306,68 @@ function control(req, res) {
       const real = login();
       return reply(200, JSON.stringify({
         mode, login: real ? "held" : "none", runs: runs.size, refreshes: state.refreshes, problem: state.problem,
+        refused: [...refusedPaths],
       }));
     }
     reply(404, "the broker takes POST /runs, DELETE /runs/<id>, GET /view and GET /status");
   });
 }
 
+// --- what the broker lends the login to ---------------------------------------------------------
+// A run's sentinel is honoured on these requests alone (METHOD host path, the query aside):
+// those the real Claude Code makes with the login on every kind of job the worker runs
+// (measured with 2.1.332: docs/broker.md; tests/test_broker_limits.py asks the installed one).
+// Every other is refused, 403, and named once in the box's log and `box status`, so a release
+// of Claude Code that calls a new path is seen at once. A token endpoint's refresh is answered
+// before this (onRequest), and a request without a sentinel goes on as it came, with no login
+// of the owner's.
+const LENT = new Set([
+  "POST api.anthropic.com /v1/messages", // the model
+  "GET api.anthropic.com /api/oauth/profile", // the account, at start (and box check line 25)
+  "GET api.anthropic.com /api/claude_cli/bootstrap", // its settings, at start
+  "GET api.anthropic.com /api/claude_code_penguin_mode", // fast mode's availability, at start
+  "POST api.anthropic.com /api/eval/sdk-zAZezfDKGoZuXXKe", // its feature flags (this release's key)
+  "POST api.anthropic.com /api/event_logging/v2/batch", // its telemetry
+]);
+// Where a 401 says the token was refused for inference, and is worth a refresh.
+const INFERENCE = new Set(["api.anthropic.com /v1/messages"]);
+const MB = 1024 * 1024;
+const BODY_LIMIT = 32 * MB; // a request's body: the Messages API's own limit (32 MB)
+const REPLAY_BUDGET = 64 * MB; // bodies kept for a retry after a refresh, every request's together
+const CONNECTIONS = 128; // TLS sessions at once, every job's and box shell's together
+const PER_RUN = 16; // requests at once with one run's sentinel
+// Every credential a client may send; a run's request goes on with the owner's token alone.
+const CREDENTIALS = new Set(["authorization", "proxy-authorization", "x-api-key", "cookie"]);
+const refusedPaths = new Set(); // what the broker refused to lend the login to, each named once
+const shown = (text) => `${text}`.replace(/[^\x20-\x7e]/g, "?").slice(0, 120);
+
+function lent(method, host, route) {
+  if (LENT.has(`${method} ${host} ${route}`)) return true;
+  const named = shown(`${method} ${host}${route}`);
+  if (!refusedPaths.has(named) && refusedPaths.size < 32) {
+    refusedPaths.add(named);
+    say(`refused a path outside its list: ${named} (a run's login is lent to the paths docs/broker.md lists)`);
+  }
+  return false;
+}
+
 // --- the proxy -----------------------------------------------------------------------------------
 const upstreamAgent = new https.Agent({ keepAlive: true, maxSockets: 64 });
 
-function send(options, body) {
-  return new Promise((resolve, reject) => {
-    const request = https.request({ port: 443, agent: upstreamAgent, servername: options.host, setDefaultHeaders: false, ...options }, resolve);
+// A request upstream, its body to be written by the caller: it and its answer (a promise).
+function open(options) {
+  const request = https.request({ port: 443, agent: upstreamAgent, servername: options.host, setDefaultHeaders: false, ...options });
+  const answered = new Promise((resolve, reject) => {
+    request.on("response", resolve);
     request.on("error", reject);
-    request.end(body);
   });
+  return { request, answered };
+}
+
+function send(options, body) {
+  const { request, answered } = open(options);
+  request.end(body);
+  return answered;
 }
 
 function drain(response) {
@@ -322,9 +380,23 @@ function drain(response) {
   });
 }
 
-function refuse(res, status, message) {
-  const body = JSON.stringify({ type: "error", error: { type: "authentication_error", message: `imd-box: ${message}` } });
+// The broker's own answer, in the shape of Anthropic's errors; `close`: the connection ends
+// after it (a body it will not read).
+function refuse(res, status, message, type = "authentication_error", close = false) {
+  const body = JSON.stringify({ type: "error", error: { type, message: `imd-box: ${message}` } });
+  if (res.headersSent) return res.destroy();
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) }).end(body);
+  if (close) res.on("finish", () => linger(res.req));
+}
+
+// A connection ended under a body still coming is reset, and the client may never read the
+// answer before it (measured: curl saw the 413's "100 Continue" and a reset): so what still
+// comes is read and dropped, LINGER_MS at most, while the client reads the answer and stops.
+const LINGER_MS = 5 * 1000;
+
+function linger(req) {
+  req.resume();
+  setTimeout(() => req.socket.destroy(), LINGER_MS).unref();
 }
 
 // A token endpoint's answer: the pair `oauth` holds, as long as it has left.
@@ -336,83 +408,202 @@ function granted(res, oauth) {
   res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) }).end(body);
 }
 
-// The raw headers with the login's value swapped where it was (the same names, order and case).
-function swapped(raw, value) {
-  const out = raw.slice();
-  for (let i = 0; i < out.length; i += 2) {
-    if (out[i].toLowerCase() === "authorization") out[i + 1] = `Bearer ${value}`;
+// The raw headers that go upstream: `Host` is the host the client named in TLS (SNI), never
+// the one it wrote; with `token` (a run's request), the first authorization's value is the
+// owner's token and every other credential header, in any letter case, is dropped. Names,
+// order and case stay as they came.
+function upstreamHeaders(host, raw, token) {
+  const out = [];
+  let named = false;
+  let swappedIn = !token;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i].toLowerCase();
+    if (name === "host") {
+      if (!named) out.push(raw[i], host);
+      named = true;
+    } else if (token && CREDENTIALS.has(name)) {
+      if (name === "authorization" && !swappedIn) out.push(raw[i], `Bearer ${token}`);
+      swappedIn ||= name === "authorization";
+    } else out.push(raw[i], raw[i + 1]);
   }
+  if (!named) out.unshift("host", host);
   return out;
 }
 
-async function onRequest(host, req, res) {
-  const chunks = [];
-  for await (const c of req) chunks.push(c);
-  const body = Buffer.concat(chunks);
-  const bearer = /^Bearer (\S+)$/i.exec(req.headers.authorization ?? "")?.[1];
+// A request's body, streamed to `target` as it comes (the client waits while upstream does),
+// counted against BODY_LIMIT, and kept for one retry while REPLAY_BUDGET allows (`keep`).
+let keptBytes = 0;
 
-  if (TOKEN_HOSTS.includes(host) && req.method === "POST" && (req.url ?? "").split("?")[0] === TOKEN_PATH) {
-    let asked = null;
-    try {
-      asked = JSON.parse(body.toString("utf8"));
-    } catch {
-      asked = Object.fromEntries(new URLSearchParams(body.toString("utf8")));
-    }
-    const given = asked?.grant_type === "refresh_token" ? asked.refresh_token : null;
-    const run = given ? runOf("refresh", given) : null;
-    if (run) {
-      return granted(res, { accessToken: run.access, refreshToken: run.refresh, expiresAt: Date.now() + SENTINEL_MS, scopes: login()?.scopes });
-    }
-    if (given?.startsWith?.(`sk-ant-ort01-${SENTINEL}`)) return refuse(res, 400, "this run's login has ended");
-    const real = login();
-    if (given && real && (given === real.refreshToken || rotated.has(given))) {
-      return granted(res, await refresh(given === real.refreshToken));
-    }
-  }
-
-  let run = null;
-  if (bearer?.startsWith(`sk-ant-oat01-${SENTINEL}`)) {
-    run = runOf("access", bearer);
-    if (!run) return refuse(res, 401, "this run's login has ended, or was never the box's");
-  }
-  const forward = async (value) => {
-    const headers = value ? swapped(req.rawHeaders, value) : req.rawHeaders;
-    return send({ host, method: req.method, path: req.url, headers }, body.length ? body : undefined);
+function streamed(req, res, keep, tooLarge) {
+  const body = { size: 0, chunks: keep ? [] : null, kept: 0, target: null, ended: false, over: false };
+  const release = () => {
+    keptBytes -= body.kept;
+    body.kept = 0;
+    body.chunks = null;
   };
-  let answer;
-  try {
-    let real = run ? await refresh(false) : null;
-    if (run && !real) return refuse(res, 401, "the box holds no Claude login: run 'claude' in 'box shell' and log in");
-    answer = await forward(real?.accessToken);
-    if (run && answer.statusCode === 401) {
-      answer.resume();
-      real = await refresh(true);
-      answer = await forward(real.accessToken);
-      if (answer.statusCode === 401 && !state.problem) {
-        state.problem = "Anthropic refused the owner's Claude login (401) after a refresh: run 'claude' in 'box shell' and log in again";
-        say(state.problem);
-      }
+  body.done = new Promise((resolve) => {
+    req.on("end", () => {
+      body.ended = true;
+      body.target?.end();
+      resolve();
+    });
+    req.on("close", resolve);
+  });
+  res.on("close", release);
+  req.on("data", (c) => {
+    if (body.over) return;
+    body.size += c.length;
+    if (body.size > BODY_LIMIT) {
+      body.over = true; // what still comes is dropped (linger)
+      return tooLarge();
     }
-  } catch (error) {
-    if (!res.headersSent) res.writeHead(502, { "content-type": "text/plain" }).end(`imd-box broker: ${error.message}\n`);
-    return;
+    if (body.chunks && keptBytes + c.length > REPLAY_BUDGET) release();
+    if (body.chunks) {
+      body.chunks.push(c);
+      body.kept += c.length;
+      keptBytes += c.length;
+    }
+    if (body.target && !body.target.write(c)) {
+      req.pause();
+      body.target.once("drain", () => req.resume());
+    }
+  });
+  return body;
+}
+
+function tooLarge(res, body) {
+  body.target?.destroy();
+  body.target = null;
+  refuse(res, 413, `a request's body is ${BODY_LIMIT / MB} MiB at most (the broker's limit, Anthropic's own)`, "request_too_large", true);
+}
+
+// The request upstream with `token` (a run's, or none: as it came), its body streamed; on a 401
+// for inference, one refresh (at most one a minute: refresh) and, when the body was kept whole
+// and the token is new, one retry. Any other answer comes back as it came.
+async function relay(host, route, req, res, token) {
+  const inference = Boolean(token) && INFERENCE.has(`${host} ${route}`);
+  const body = streamed(req, res, inference, () => tooLarge(res, body));
+  const options = (value) => ({ host, method: req.method, path: req.url, headers: upstreamHeaders(host, req.rawHeaders, value) });
+  let { request, answered } = open(options(token));
+  body.target = request;
+  let answer = await answered;
+  if (inference && answer.statusCode === 401) {
+    const real = await refresh(true);
+    if (real?.accessToken && real.accessToken !== token && body.chunks) {
+      body.target = null; // the rest is kept, not sent, and read on (it waited on this one's drain)
+      if (body.ended) answer.resume();
+      else request.destroy();
+      req.resume();
+      await body.done;
+      if (!body.chunks || !body.ended) return refuse(res, 401, "the owner's login was refreshed meanwhile: try again");
+      ({ request, answered } = open(options(real.accessToken)));
+      for (const c of body.chunks) request.write(c);
+      request.end();
+      answer = await answered;
+    }
   }
   res.sendDate = false;
   res.writeHead(answer.statusCode, answer.statusMessage, answer.rawHeaders);
   res.flushHeaders();
-  answer.on("data", (c) => res.write(c));
-  answer.on("end", () => res.end());
+  answer.pipe(res);
   answer.on("error", () => res.destroy());
   res.on("close", () => answer.destroy());
 }
 
+// A token endpoint's request: a run's refresh gets its sentinels back, the owner's (box shell's
+// Claude Code, with a refresh token this broker holds or used) the pair the broker holds. True
+// when answered here; `body`: what it read, to go on upstream otherwise.
+async function tokenAsked(req, res, body) {
+  let asked = null;
+  try {
+    asked = JSON.parse(body.toString("utf8"));
+  } catch {
+    asked = Object.fromEntries(new URLSearchParams(body.toString("utf8")));
+  }
+  const given = asked?.grant_type === "refresh_token" ? asked.refresh_token : null;
+  const run = given ? runOf("refresh", given) : null;
+  if (run) {
+    granted(res, { accessToken: run.access, refreshToken: run.refresh, expiresAt: Date.now() + SENTINEL_MS, scopes: login()?.scopes });
+    return true;
+  }
+  if (given?.startsWith?.(`sk-ant-ort01-${SENTINEL}`)) return refuse(res, 400, "this run's login has ended"), true;
+  const real = login();
+  if (given && real && (given === real.refreshToken || rotated.has(given))) {
+    granted(res, await refresh(given === real.refreshToken));
+    return true;
+  }
+  return false;
+}
+
+const TOKEN_LIMIT = 64 * 1024; // a token request's body, read whole
+
+async function readSmall(req, res) {
+  const chunks = [];
+  let size = 0;
+  for await (const c of req) {
+    size += c.length;
+    if (size > TOKEN_LIMIT) return refuse(res, 413, `a token request's body is ${TOKEN_LIMIT / 1024} KiB at most`, "request_too_large", true), null;
+    chunks.push(c);
+  }
+  return Buffer.concat(chunks);
+}
+
+async function onRequest(host, req, res) {
+  if (req.socket.over) return refuse(res, 503, `the broker takes ${CONNECTIONS} connections at once; try again`, "overloaded_error", true);
+  const target = req.url ?? "";
+  if (!target.startsWith("/")) return refuse(res, 400, `refused ${shown(target)}: a request names a path, never a URL (origin-form alone)`, "invalid_request_error", true);
+  const route = target.split("?")[0];
+  if (TOKEN_HOSTS.includes(host) && req.method === "POST" && route === TOKEN_PATH) {
+    const body = await readSmall(req, res);
+    if (!body || (await tokenAsked(req, res, body))) return;
+    return send({ host, method: req.method, path: target, headers: upstreamHeaders(host, req.rawHeaders, null) }, body)
+      .then((answer) => answered(res, answer), (error) => failed(res, error));
+  }
+  const bearer = /^Bearer (\S+)$/i.exec(req.headers.authorization ?? "")?.[1];
+  const run = bearer?.startsWith(`sk-ant-oat01-${SENTINEL}`) ? runOf("access", bearer) : null;
+  if (bearer?.startsWith(`sk-ant-oat01-${SENTINEL}`) && !run) return refuse(res, 401, "this run's login has ended, or was never the box's");
+  if (run && !lent(req.method, host, route)) return refuse(res, 403, `refused ${shown(`${req.method} ${host}${route}`)}: not a path the box lends a run's login to (docs/broker.md)`, "permission_error", true);
+  if (Number(req.headers["content-length"]) > BODY_LIMIT) return tooLarge(res, {});
+  if (run && (run.busy ?? 0) >= PER_RUN) return refuse(res, 503, `a run makes ${PER_RUN} requests at once at most; try again`, "overloaded_error", true);
+  if (run) {
+    run.busy = (run.busy ?? 0) + 1;
+    res.on("close", () => (run.busy -= 1));
+  }
+  try {
+    const real = run ? await refresh(false) : null;
+    if (run && !real) return refuse(res, 401, "the box holds no Claude login: run 'claude' in 'box shell' and log in");
+    await relay(host, route, req, res, real?.accessToken ?? null);
+  } catch (error) {
+    failed(res, error);
+  }
+}
+
+function answered(res, answer) {
+  res.sendDate = false;
+  res.writeHead(answer.statusCode, answer.statusMessage, answer.rawHeaders);
+  answer.pipe(res);
+}
+
+function failed(res, error) {
+  if (res.writableEnded) return; // answered already (413)
+  if (!res.headersSent) res.writeHead(502, { "content-type": "text/plain", connection: "close" }).end(`imd-box broker: ${error.message}\n`);
+  else res.destroy();
+}
+
 // The requests of a TLS session the broker ended: for the host it named (SNI), one of HOSTS.
+// Host names in one case everywhere: HOSTS as given (worker/paths), SNI lowercased.
 const sessions = http.createServer({ keepAlive: true }, (req, res) =>
-  onRequest(req.socket.servername, req, res).catch(() => res.destroy()),
+  onRequest(`${req.socket.servername}`.toLowerCase(), req, res).catch(() => res.destroy()),
 );
 let context = null; // the hosts' certificate, once set up
+let connections = 0; // TLS sessions open now
+const HANDSHAKE_MS = 10 * 1000; // a client that does not finish its TLS handshake by then is let go
 
+// A session over CONNECTIONS is still ended, to answer its requests 503 with the limit.
 function ended(socket) {
+  connections += 1;
+  socket.once("close", () => (connections -= 1));
+  socket.setTimeout(HANDSHAKE_MS, () => socket.destroy());
   const secure = new tls.TLSSocket(socket, {
     isServer: true,
     ALPNProtocols: ["http/1.1"],
@@ -423,7 +614,9 @@ function ended(socket) {
       done(new Error("not a host of the broker's"));
     },
   });
+  secure.over = connections > CONNECTIONS;
   secure.on("error", () => socket.destroy());
+  secure.once("secure", () => socket.setTimeout(0));
   sessions.emit("connection", secure);
 }
 
@@ -445,9 +638,9 @@ function why(host, port) {
 }
 
 function refusal(host, port, reason) {
-  const shown = `${host}`.replace(/[^\x21-\x7e]/g, "?").slice(0, 100);
-  say(`refused ${shown}:${port}: ${reason}`);
-  return `imd-box broker: refused ${shown}:${port}: ${reason}; the broker reaches Anthropic's login hosts on 443 alone\n`;
+  const named = shown(host).slice(0, 100);
+  say(`refused ${named}:${port}: ${reason}`);
+  return `imd-box broker: refused ${named}:${port}: ${reason}; the broker reaches Anthropic's login hosts on 443 alone\n`;
 }
 
 function tunnel(req, client, head) {

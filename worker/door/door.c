@@ -1,4 +1,4 @@
-/* The door: the one way from the worker's view to a job's jail (HACKING.md, "The door").
+/* The door: the one way from the worker's view to a job's jail (docs/jail.md, "The worker's view and its door").
  *
  * The worker runs in a view of the box (worker/door/view) that holds no agent CLI, no
  * login, and no git or forge of its own: each of those names and paths there is a
@@ -13,7 +13,8 @@
  *
  *   door serve                       the door itself, started again at once if it dies (worker/
  *                                    door/view starts it)
- *   door ping                        exit 0 if the door answers
+ *   door ping                        exit 0 if the door answers, BUSY if it is there but takes
+ *                                    no call within PING_MS (every slot held), 1 if none is
  *   door call RUNTIME ARGS...        a call through the door
  *   door stand-in:RUNTIME FILE ARGS  the same, from a stand-in's #! line (FILE is dropped;
  *                                    an empty RUNTIME is the first of ARGS)
@@ -30,8 +31,8 @@
  * runtime is one of five, and the launcher runs with the box's own environment
  * (worker/own.env, read once when the door starts), never the caller's. The caller's
  * environment reaches the launcher as data on fd 3 (a memfd of NUL-ended entries), and
- * its environment room decides what of it a job gets. A caller that sends nothing within
- * REQUEST_MS is let go.
+ * its environment room decides what of it a job gets. A caller whose whole request has not
+ * come within REQUEST_MS is let go.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -61,6 +62,10 @@
 #define OWN_ENV WORKER_DIR "/own.env"
 #define GRACE_MS 1000
 #define REQUEST_MS 5000
+/* How long `door ping` waits for room in a busy door's queue: what waits on it (the view's
+ * start, the health check, `box status`) never hangs on a door a flood keeps full. */
+#define PING_MS 1000
+#define BUSY 75
 #define NOT_STARTED 70
 /* Calls under way at once, at most: a caller that floods the door waits its turn, and the
  * box's pids stay for the jobs (runflags.PIDS_LIMIT). */
@@ -139,77 +144,24 @@ static void put(struct buf *b, const char *s) {
     b->len += n;
 }
 
-static int connect_door(void) {
-    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+/* A connection to the door; `flags` SOCK_NONBLOCK: EAGAIN at once when its queue is full. */
+static int connect_door(int flags) {
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     strcpy(addr.sun_path, SOCKET_PATH);
-    if (s < 0 || connect(s, (struct sockaddr *)&addr, sizeof addr) < 0) return -1;
+    if (s < 0) return -1;
+    if (connect(s, (struct sockaddr *)&addr, sizeof addr) < 0) {
+        int e = errno;
+        close(s);
+        errno = e;
+        return -1;
+    }
     return s;
 }
 
-static int call(const char *runtime, int argc, char **argv) {
-    char *name = strndup(runtime, 16);
-    if (!name) return NOT_STARTED;
-    for (char *c = name; *c; c++)
-        if ((*c < 'a' || *c > 'z') && *c != '-') *c = '?';
-    /* A caller with a closed stdio descriptor gets /dev/null there: the door hands the
-     * launcher three. */
-    for (int fd = 0; fd < 3; fd++)
-        if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd) return NOT_STARTED;
-
-    /* The signals the caller is sent go to the door as they come; none is lost in between. */
-    sigset_t passed;
-    sigemptyset(&passed);
-    int signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
-    for (size_t i = 0; i < sizeof signals / sizeof *signals; i++) sigaddset(&passed, signals[i]);
-    sigprocmask(SIG_BLOCK, &passed, NULL);
-    int sfd = signalfd(-1, &passed, SFD_CLOEXEC);
-    if (sfd < 0) {
-        say(name, "no signalfd (%s)", strerror(errno));
-        return NOT_STARTED;
-    }
-
-    int s = connect_door();
-    if (s < 0) {
-        say(name, "the box's door (%s) does not answer (%s): run 'box start' again", SOCKET_PATH, strerror(errno));
-        return NOT_STARTED;
-    }
-    char cwd[4096];
-    if (!getcwd(cwd, sizeof cwd)) {
-        say(name, "the working directory is gone");
-        return NOT_STARTED;
-    }
-    struct buf b = {0};
-    char count[32];
-    put(&b, MAGIC);
-    put(&b, runtime);
-    put(&b, cwd);
-    snprintf(count, sizeof count, "%d", argc);
-    put(&b, count);
-    for (int i = 0; i < argc; i++) put(&b, argv[i]);
-    for (char **e = environ; *e; e++) put(&b, *e);
-    if (b.len > MAX_REQUEST) {
-        say(name, "its arguments and environment are over %d bytes", MAX_REQUEST);
-        return NOT_STARTED;
-    }
-    uint32_t len = (uint32_t)b.len;
-    int fds[3] = {0, 1, 2};
-    char control[CMSG_SPACE(sizeof fds)] = {0};
-    struct iovec iov = {.iov_base = &len, .iov_len = sizeof len};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof fds);
-    memcpy(CMSG_DATA(cm), fds, sizeof fds);
-    if (sendmsg(s, &msg, MSG_NOSIGNAL) != sizeof len || write_all(s, b.data, b.len) < 0) {
-        say(name, "the box's door closed the call (%s)", strerror(errno));
-        return NOT_STARTED;
-    }
-    /* The arguments (a job's prompt among them) leave this process's command line, which
-     * every process of the box can read: they live on only in the door's launcher. */
-    for (int i = 0; i < argc; i++) memset(argv[i], 0, strlen(argv[i]));
-
+/* The call's end as the door says it ("xCODE\n" or "sSIGNAL\n"), the caller's signals passed
+ * to the door meanwhile (`sfd`). */
+static int await_reply(int s, int sfd, const char *name) {
     char reply[64];
     size_t got = 0;
     for (;;) {
@@ -252,19 +204,73 @@ static int call(const char *runtime, int argc, char **argv) {
     return NOT_STARTED;
 }
 
-/* ------------------------------------------------------------------ the door */
+static int call(const char *runtime, int argc, char **argv) {
+    char *name = strndup(runtime, 16);
+    if (!name) return NOT_STARTED;
+    for (char *c = name; *c; c++)
+        if ((*c < 'a' || *c > 'z') && *c != '-') *c = '?';
+    /* A caller with a closed stdio descriptor gets /dev/null there: the door hands the
+     * launcher three. */
+    for (int fd = 0; fd < 3; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd) return NOT_STARTED;
 
-static int read_exact(int fd, void *buf, size_t n) {
-    char *p = buf;
-    while (n > 0) {
-        ssize_t r = read(fd, p, n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return -1;
-        p += r;
-        n -= (size_t)r;
+    /* The signals the caller is sent go to the door as they come; none is lost in between. */
+    sigset_t passed;
+    sigemptyset(&passed);
+    int signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
+    for (size_t i = 0; i < sizeof signals / sizeof *signals; i++) sigaddset(&passed, signals[i]);
+    sigprocmask(SIG_BLOCK, &passed, NULL);
+    int sfd = signalfd(-1, &passed, SFD_CLOEXEC);
+    if (sfd < 0) {
+        say(name, "no signalfd (%s)", strerror(errno));
+        return NOT_STARTED;
     }
-    return 0;
+
+    int s = connect_door(0);
+    if (s < 0) {
+        say(name, "the box's door (%s) does not answer (%s): run 'box start' again", SOCKET_PATH, strerror(errno));
+        return NOT_STARTED;
+    }
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd)) {
+        say(name, "the working directory is gone");
+        return NOT_STARTED;
+    }
+    struct buf b = {0};
+    char count[32];
+    put(&b, MAGIC);
+    put(&b, runtime);
+    put(&b, cwd);
+    snprintf(count, sizeof count, "%d", argc);
+    put(&b, count);
+    for (int i = 0; i < argc; i++) put(&b, argv[i]);
+    for (char **e = environ; *e; e++) put(&b, *e);
+    if (b.len > MAX_REQUEST) {
+        say(name, "its arguments and environment are over %d bytes", MAX_REQUEST);
+        return NOT_STARTED;
+    }
+    uint32_t len = (uint32_t)b.len;
+    int fds[3] = {0, 1, 2};
+    char control[CMSG_SPACE(sizeof fds)] = {0};
+    struct iovec iov = {.iov_base = &len, .iov_len = sizeof len};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof fds);
+    memcpy(CMSG_DATA(cm), fds, sizeof fds);
+    if (sendmsg(s, &msg, MSG_NOSIGNAL) != sizeof len || write_all(s, b.data, b.len) < 0) {
+        say(name, "the box's door closed the call (%s)", strerror(errno));
+        return NOT_STARTED;
+    }
+    /* The arguments (a job's prompt among them) leave this process's command line, which
+     * every process of the box can read: they live on only in the door's launcher. */
+    for (int i = 0; i < argc; i++) memset(argv[i], 0, strlen(argv[i]));
+
+    return await_reply(s, sfd, name);
 }
+
+/* ------------------------------------------------------------------ the door */
 
 static long ms_now(void) {
     struct timespec t;
@@ -320,48 +326,79 @@ static int given(const char *entries, size_t len) {
     return fd;
 }
 
-static void set_timeout(int fd, long ms) {
-    struct timeval t = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof t);
+/* Whether `fd` has something to read before `deadline` (ms_now's clock). The deadline is the
+ * request's, set once: a caller that sends a byte now and then gets no more time for it. */
+static int readable_by(int fd, long deadline) {
+    for (;;) {
+        long left = deadline - ms_now();
+        if (left <= 0) return -1;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int r = poll(&p, 1, (int)left);
+        if (r > 0) return 0;
+        if (r == 0 || errno != EINTR) return -1;
+    }
 }
 
-/* One call, in a process of its own: read it, start its launcher, wait. */
-static void handle(int conn) {
+static int read_exact_by(int fd, void *buf, size_t n, long deadline) {
+    char *p = buf;
+    while (n > 0) {
+        if (readable_by(fd, deadline) < 0) return -1;
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+/* A call as the client sent it: the caller's stdio, and its fields, each ended by a NUL:
+ * magic, runtime, cwd, argc, args, then the environment (`env`, to the end). */
+struct request {
+    int fds[3];
+    char *fields[4];
+    const struct runtime *rt;
+    char **argv;
+    char *env, *end;
+};
+
+/* The request, whole, within REQUEST_MS of the call's start, or the caller is let go: a call
+ * slot is never held by a caller that sends its request slowly. */
+static void read_request(int conn, struct request *rq) {
+    long deadline = ms_now() + REQUEST_MS;
     uint32_t len = 0;
-    int fds[3] = {-1, -1, -1};
-    char control[CMSG_SPACE(sizeof fds)] = {0};
+    char control[CMSG_SPACE(sizeof rq->fds)] = {0};
     struct iovec iov = {.iov_base = &len, .iov_len = sizeof len};
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
-    /* A caller that sends nothing (or not all of it) in time is let go. */
-    set_timeout(conn, REQUEST_MS);
-    if (recvmsg(conn, &msg, MSG_CMSG_CLOEXEC) != sizeof len) _exit(0);
+    if (readable_by(conn, deadline) < 0 || recvmsg(conn, &msg, MSG_CMSG_CLOEXEC) != sizeof len) _exit(0);
     struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-    if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof fds)) _exit(0);
-    memcpy(fds, CMSG_DATA(cm), sizeof fds);
+    if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof rq->fds)) _exit(0);
+    memcpy(rq->fds, CMSG_DATA(cm), sizeof rq->fds);
     if (len == 0 || len > MAX_REQUEST) _exit(0);
     char *data = malloc(len);
-    if (!data || read_exact(conn, data, len) < 0 || data[len - 1] != 0) _exit(0);
-    set_timeout(conn, 0);
-    /* The caller's: where a refusal is said. */
-    if (dup2(fds[2], STDERR_FILENO) < 0) _exit(0);
+    if (!data || read_exact_by(conn, data, len, deadline) < 0 || data[len - 1] != 0) _exit(0);
+    rq->env = data;
+    rq->end = data + len;
+}
 
-    /* The fields, each ended by a NUL: magic, runtime, cwd, argc, args, then the env. */
-    char *fields[4];
-    char *p = data, *end = data + len;
+/* The request's fields and the launcher's argv; a runtime or argument the door does not run
+ * is refused in one line on the caller's stderr. */
+static void parse_request(struct request *rq) {
+    char *p = rq->env;
     for (int i = 0; i < 4; i++) {
-        if (p >= end) _exit(0);
-        fields[i] = p;
+        if (p >= rq->end) _exit(0);
+        rq->fields[i] = p;
         p += strlen(p) + 1;
     }
-    if (strcmp(fields[0], MAGIC) != 0) _exit(0);
-    const struct runtime *rt = runtime_named(fields[1]);
+    if (strcmp(rq->fields[0], MAGIC) != 0) _exit(0);
+    const struct runtime *rt = rq->rt = runtime_named(rq->fields[1]);
     if (!rt) {
-        say("the runtime", "the door runs claude, codex, grok, git or forge, not '%.16s'", fields[1]);
+        say("the runtime", "the door runs claude, codex, grok, git or forge, not '%.16s'", rq->fields[1]);
         _exit(NOT_STARTED);
     }
-    long argc = strtol(fields[3], NULL, 10);
+    long argc = strtol(rq->fields[3], NULL, 10);
     if (argc < 0 || argc > 100000) _exit(0);
-    char **argv = calloc((size_t)argc + 3, sizeof *argv);
+    char **argv = rq->argv = calloc((size_t)argc + 3, sizeof *argv);
     if (!argv) {
         say(rt->name, "the door is out of memory");
         _exit(NOT_STARTED);
@@ -370,7 +407,7 @@ static void handle(int conn) {
     argv[a++] = (char *)rt->launcher;
     if (rt->first) argv[a++] = (char *)rt->first;
     for (long i = 0; i < argc; i++) {
-        if (p >= end) _exit(0);
+        if (p >= rq->end) _exit(0);
         argv[a++] = p;
         p += strlen(p) + 1;
     }
@@ -382,44 +419,53 @@ static void handle(int conn) {
         _exit(NOT_STARTED);
     }
     /* What is left is the caller's environment: the launcher's data, never its own. */
-    int env_fd = given(p, (size_t)(end - p));
-    if (env_fd < 0) {
-        say(rt->name, "the door could not hand over its environment (%s)", strerror(errno));
-        _exit(NOT_STARTED);
-    }
+    rq->env = p;
+}
 
+/* The launcher, in a session of its own, with the caller's stdio and its environment as data
+ * on GIVEN_FD. */
+static pid_t start_launcher(const struct request *rq, int env_fd) {
     pid_t handler = getpid();
     pid_t child = fork();
-    if (child < 0) {
-        say(rt->name, "the door could not fork (%s)", strerror(errno));
+    if (child != 0) return child;
+    setsid();
+    /* A door that dies ends the run the same way. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != handler) _exit(NOT_STARTED);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGCHLD, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    if (dup2(rq->fds[0], 0) < 0 || dup2(rq->fds[1], 1) < 0 || dup2(rq->fds[2], 2) < 0 || dup2(env_fd, GIVEN_FD) < 0)
+        _exit(NOT_STARTED);
+    if (chdir(rq->fields[2]) < 0) {
+        say(rq->rt->name, "the working directory is gone");
         _exit(NOT_STARTED);
     }
-    if (child == 0) {
-        setsid();
-        /* A door that dies ends the run the same way. */
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() != handler) _exit(NOT_STARTED);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGPIPE, SIG_DFL);
-        signal(SIGCHLD, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
-        if (dup2(fds[0], 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[2], 2) < 0 || dup2(env_fd, GIVEN_FD) < 0)
-            _exit(NOT_STARTED);
-        if (chdir(fields[2]) < 0) {
-            say(rt->name, "the working directory is gone");
-            _exit(NOT_STARTED);
-        }
-        execve(rt->launcher, argv, own_env);
-        say(rt->name, "%s could not be run (%s)", rt->launcher, strerror(errno));
-        _exit(NOT_STARTED);
-    }
-    for (int i = 0; i < 3; i++) close(fds[i]);
-    close(env_fd);
-    int dn = open("/dev/null", O_WRONLY);
-    if (dn >= 0) dup2(dn, STDERR_FILENO);
+    execve(rq->rt->launcher, rq->argv, own_env);
+    say(rq->rt->name, "%s could not be run (%s)", rq->rt->launcher, strerror(errno));
+    _exit(NOT_STARTED);
+}
 
+/* The caller's lines ("kSIGNAL\n") in `in`: each signal passed on to the launcher. */
+static size_t pass_signals(pid_t child, char *in, size_t got, size_t cap) {
+    char *nl;
+    while ((nl = strchr(in, '\n'))) {
+        *nl = 0;
+        int sig = in[0] == 'k' ? atoi(in + 1) : 0;
+        if (sig > 0 && sig < 65 && sig != SIGKILL && sig != SIGSTOP) kill(child, sig);
+        size_t rest = got - (size_t)(nl + 1 - in);
+        memmove(in, nl + 1, rest + 1);
+        got = rest;
+    }
+    return got == cap - 1 ? 0 : got;
+}
+
+/* Until the launcher ends: the caller's signals passed on, its exit code or signal passed
+ * back; a caller that goes ends the run (SIGTERM, then its whole group GRACE_MS later). */
+static void watch_call(int conn, pid_t child) {
     int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
     long deadline = -1; /* once the caller is gone: when the group is killed */
     char in[64];
@@ -440,7 +486,7 @@ static void handle(int conn) {
             int n = info.si_code == CLD_EXITED ? snprintf(line, sizeof line, "x%d\n", info.si_status)
                                                : snprintf(line, sizeof line, "s%d\n", info.si_status);
             (void)write_all(conn, line, (size_t)n);
-            _exit(0);
+            return;
         }
         if (deadline >= 0 && ms_now() >= deadline) {
             kill(-child, SIGKILL);
@@ -457,18 +503,33 @@ static void handle(int conn) {
             }
             got += (size_t)n;
             in[got] = 0;
-            char *nl;
-            while ((nl = strchr(in, '\n'))) {
-                *nl = 0;
-                int sig = in[0] == 'k' ? atoi(in + 1) : 0;
-                if (sig > 0 && sig < 65 && sig != SIGKILL && sig != SIGSTOP) kill(child, sig);
-                size_t rest = got - (size_t)(nl + 1 - in);
-                memmove(in, nl + 1, rest + 1);
-                got = rest;
-            }
-            if (got == sizeof in - 1) got = 0;
+            got = pass_signals(child, in, got, sizeof in);
         }
     }
+}
+
+/* One call, in a process of its own: read it, start its launcher, wait. */
+static void handle(int conn) {
+    struct request rq = {.fds = {-1, -1, -1}};
+    read_request(conn, &rq);
+    /* The caller's: where a refusal is said. */
+    if (dup2(rq.fds[2], STDERR_FILENO) < 0) _exit(0);
+    parse_request(&rq);
+    int env_fd = given(rq.env, (size_t)(rq.end - rq.env));
+    if (env_fd < 0) {
+        say(rq.rt->name, "the door could not hand over its environment (%s)", strerror(errno));
+        _exit(NOT_STARTED);
+    }
+    pid_t child = start_launcher(&rq, env_fd);
+    if (child < 0) {
+        say(rq.rt->name, "the door could not fork (%s)", strerror(errno));
+        _exit(NOT_STARTED);
+    }
+    for (int i = 0; i < 3; i++) close(rq.fds[i]);
+    close(env_fd);
+    int dn = open("/dev/null", O_WRONLY);
+    if (dn >= 0) dup2(dn, STDERR_FILENO);
+    watch_call(conn, child);
     _exit(0);
 }
 
@@ -565,6 +626,22 @@ static int serve(void) {
     }
 }
 
+/* Whether a door listens and takes a call: never a wait on its queue longer than PING_MS. */
+static int ping(void) {
+    long deadline = ms_now() + PING_MS;
+    for (;;) {
+        int s = connect_door(SOCK_NONBLOCK);
+        if (s >= 0) {
+            close(s);
+            return 0;
+        }
+        /* EAGAIN: a door listens, its queue full; anything else: no door. */
+        if (errno != EAGAIN) return 1;
+        if (ms_now() >= deadline) return BUSY;
+        pause_ms(20);
+    }
+}
+
 /* ------------------------------------------------------------------ Landlock */
 
 static long landlock_abi(void) {
@@ -621,10 +698,7 @@ static int landlock(char **argv, int scopes_only) {
 
 int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "serve") == 0) return serve();
-    if (argc >= 2 && strcmp(argv[1], "ping") == 0) {
-        int s = connect_door();
-        return s < 0 ? 1 : 0;
-    }
+    if (argc >= 2 && strcmp(argv[1], "ping") == 0) return ping();
     if (argc >= 3 && strcmp(argv[1], "landlock") == 0) return landlock(argv + 2, 0);
     if (argc >= 3 && strcmp(argv[1], "scoped") == 0) return landlock(argv + 2, 1);
     if (argc == 2 && strcmp(argv[1], "landlock-abi") == 0) return printf("%ld\n", landlock_abi()) < 0;

@@ -5,14 +5,16 @@
 // {"results": [{"id", "ok", "detail"}, ...]}.
 //
 // Rules every probe keeps:
-//  - A probe that cannot run (tool missing, timeout, crash) is a FAIL, never ok.
+//  - A probe that cannot run (tool missing, crash) is a FAIL, never ok; one that runs out of
+//    time is not proved (late), never ok and never a FAIL.
 //  - A network wall is ok only on a refusal by the box's own firewall: an
 //    immediate EHOSTUNREACH/EACCES/EPERM/ENETUNREACH. A connection, or a reset
 //    from the far side (ECONNREFUSED: the packet got there), or silence is FAIL.
 //  - Secrets are never printed: only whether they could be read.
 //  - Nothing planted in the volume answers for the image: every tool runs by its
 //    path in the image (cfg.tools), and children get a PATH of image directories.
-import { spawn } from "node:child_process";
+import { AsyncLocalStorage } from "node:async_hooks";
+import { spawn, spawnSync } from "node:child_process";
 import dgram from "node:dgram";
 import fs from "node:fs";
 import net from "node:net";
@@ -31,14 +33,45 @@ export const CONNECT_MS = cfg.connect_ms || 2000;
 // initial RTO (1 s; IPv4's comes at once): the ICMPv6 error for the first SYN lands while
 // connect() still holds the socket and is kept only as a soft error.
 export const V6_CONNECT_MS = CONNECT_MS + 1000;
+// How much slower than an idle machine this one is now: a bare start of the image's node, timed
+// at the probe's start (the median of three), against its idle figure (runner.py BARE_START_MS),
+// between 1 and runner.py's MAX_SCALE. Every limit below is scaled by it, so a check on a busy
+// machine proves the same walls as on an idle one: a slow tool is no open wall.
+function machineScale() {
+  const starts = [0, 1, 2].map(() => {
+    const t = process.hrtime.bigint();
+    spawnSync(process.execPath, ["-e", "0"], { stdio: "ignore" });
+    return Number(process.hrtime.bigint() - t) / 1e6;
+  });
+  const bare = starts.sort((a, b) => a - b)[1];
+  return { bare, scale: Math.min(cfg.scale.max, Math.max(1, bare / cfg.scale.bare_ms)) };
+}
+export const MACHINE = machineScale();
+const scaled = (ms) => Math.round(Number(ms) * MACHINE.scale);
 // The browser's budget (box's one figure, imdbox/browser.py, handed in as check.mjs's argument)
 // and a tool's own limit (imdbox/check/runner.py): each stays under a line's limit (the
 // browser's budget plus its slack), so a hung tool's line names the tool.
-export const BROWSER_BUDGET_MS = Number(cfg.browser.budget_ms);
-export const TOOL_MS = Number(cfg.tool_ms);
-export const BROWSER_SLACK_MS = 3000; // node's start and check.mjs's clean-up, on top of the browser's budget
+export const BROWSER_BUDGET_MS = scaled(cfg.browser.budget_ms);
+export const TOOL_MS = scaled(cfg.tool_ms);
+export const BROWSER_SLACK_MS = scaled(3000); // node's start and check.mjs's clean-up, on top of the browser's budget
 // Each line's own limit; the browser's, the slowest, is its budget plus its slack.
-export const LINE_MS = BROWSER_BUDGET_MS + BROWSER_SLACK_MS + 1000;
+export const LINE_MS = BROWSER_BUDGET_MS + BROWSER_SLACK_MS + scaled(1000);
+
+// What ran out of time in the line under way (main.mjs guarded runs each line in its own): a
+// line whose only failures are these is not proved, never a FAIL (runner.py: the "late" flag).
+export const lateness = new AsyncLocalStorage();
+/** "WHAT took longer than N s", noted as the line's. */
+export function late(what, ms) {
+  const said = `${what} took longer than ${ms < 10000 ? Math.round(ms / 100) / 10 : Math.round(ms / 1000)} s`;
+  const store = lateness.getStore();
+  if (store && !store.includes(said)) store.push(said);
+  return said;
+}
+/** Whether `detail` is only what ran out of time (late): no evidence of an open wall in it. */
+export const onlyLate = (details) => {
+  const store = lateness.getStore() || [];
+  return details.length > 0 && details.every((d) => store.some((l) => String(d).includes(l)));
+};
 // EADDRNOTAVAIL: no source address for that family at all (IPv6 on a v4-only network).
 export const REFUSALS = new Set(["EHOSTUNREACH", "EACCES", "EPERM", "ENETUNREACH", "EADDRNOTAVAIL"]);
 // This probe again, in a job's jail (network.mjs fromJobsJail), on the job's network of its
@@ -99,7 +132,7 @@ export function run(cmd, args = [], { timeout = TOOL_MS, input = null, env = pro
     });
     child.on("close", (code) => {
       clearTimeout(timer);
-      resolve({ code, out, err, missing: false, timedOut });
+      resolve({ code, out, err, missing: false, timedOut, limit: timeout });
     });
   });
 }
@@ -121,7 +154,7 @@ export function packageVersion(name) {
 export function unusable(name, r) {
   if (r.missing) return `${name} is missing from the box`;
   if (r.spawnError) return `${name} could not run: ${r.spawnError}`;
-  if (r.timedOut) return `${name} timed out`;
+  if (r.timedOut) return late(name, r.limit);
   return null;
 }
 

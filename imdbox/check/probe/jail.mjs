@@ -7,7 +7,7 @@ import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
-import { cfg, tool, HOME, TOOL_MS, short, run, unusable } from "./base.mjs";
+import { cfg, tool, HOME, TOOL_MS, late, onlyLate, short, run, unusable } from "./base.mjs";
 import { secretPaths, CANARY, MADE, makeCanary, cleanup, readRegular, claudeLogin, letLoginGo } from "./home.mjs";
 import { inAJobsJail, inCodexsSandbox, startDriver } from "./jobs.mjs";
 import { PREVIEW_SERVER, NET_CLIENT, READS, NEXT_COMMAND, browserPage } from "./shipped.mjs";
@@ -348,7 +348,8 @@ function provedDetail(claude, secrets, { codex, codexBin, claudeBin }, { net, co
  * Code's run on a job's repository (`repo`). */
 function verdict(claude, { secrets, work, other }, digest, ran, repo) {
   const bad = [];
-  if (ran.preview.why) bad.push(`srt in the job's jail ${ran.preview.why}`);
+  if (ran.preview.late) bad.push(late("a preview server in Claude's sandbox (srt) in the job's jail", TOOL_MS));
+  else if (ran.preview.why) bad.push(`srt in the job's jail ${ran.preview.why}`);
   else {
     if (!ran.sandboxRun) bad.push("the job's jail did not finish its next command and its browser");
     const reached = reachedFromOutside(ran, other);
@@ -360,6 +361,8 @@ function verdict(claude, { secrets, work, other }, digest, ran, repo) {
   const repository = theRepositorysSettings(repo);
   if (repository) bad.push(repository);
   const { unreached } = internet;
+  // What only ran out of time (a run killed at its limit: no evidence either way) is not proved.
+  if (onlyLate(bad)) return { ok: false, detail: bad.join("; "), late: true };
   if (bad.length || unreached.length) return { ok: false, detail: [...bad, ...unreached].join("; "), unreached: !bad.length };
   return { ok: true, detail: provedDetail(claude, secrets, ran, internet, repo) };
 }

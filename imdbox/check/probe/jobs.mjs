@@ -3,7 +3,7 @@
 // the driver of a job's work in one run of the jail.
 // One script with the other parts when it runs (imdbox/check/bundle.py).
 import { spawn } from "node:child_process";
-import { tool, HOME, TOOL_MS, short } from "./base.mjs";
+import { tool, HOME, TOOL_MS, late, short } from "./base.mjs";
 import { DRIVER } from "./shipped.mjs";
 
 /** One of the image's programs as a job's CLI runs in `workspace` (worker/jail's --program):
@@ -45,7 +45,7 @@ export function startDriver(workspace, work) {
   };
   // A jail that hangs is ended at a tool's limit, and named so.
   const timer = setTimeout(() => {
-    givePreview({ why: "timed out" });
+    givePreview({ why: late("starting its preview server", TOOL_MS) });
     giveRuns({});
     stop();
   }, TOOL_MS);

@@ -1,6 +1,6 @@
 // box check's probe, every line run, each within its limit, and the one result line printed.
 // One script with the other parts when it runs (imdbox/check/bundle.py).
-import { cfg, LINE_MS, IN_JAIL, RESULT_MARK, short } from "./base.mjs";
+import { cfg, LINE_MS, IN_JAIL, MACHINE, RESULT_MARK, late, lateness, onlyLate, short } from "./base.mjs";
 import { user, capabilities, noNewPrivs, seccomp, mounts, firewall, resources, secrets, readOnly, image } from "./box.mjs";
 import { mac, lan, tailscale, metadata, multicast, ipv6, dnsWall, internet, browser, hostAddrs, fromJobsJail } from "./network.mjs";
 import { cleanup, letLoginGo, MADE } from "./home.mjs";
@@ -19,21 +19,24 @@ const CHECKS = {
   login_broker: loginBroker,
 }; // prettier-ignore
 
-async function guarded(id, fn) {
+/** A line's probe within LINE_MS, what ran out of time in it noted as its own (lateness): a
+ * line that failed on that alone is late (not proved), never a FAIL. */
+const guarded = (id, fn) => lateness.run([], async () => {
   let timer;
   try {
-    return await Promise.race([
+    const r = await Promise.race([
       fn(),
       new Promise((resolve) => {
-        timer = setTimeout(() => resolve({ ok: false, detail: `the probe timed out after ${LINE_MS} ms` }), LINE_MS);
+        timer = setTimeout(() => resolve({ ok: false, detail: late("the line's probe", LINE_MS) }), LINE_MS);
       }),
     ]);
+    return r.ok !== true && onlyLate([r.detail]) ? { ...r, late: true } : r;
   } catch (e) {
     return { ok: false, detail: `the probe crashed: ${short(e && e.stack ? e.stack.split("\n")[0] : e, 150)}` };
   } finally {
     clearTimeout(timer);
   }
-}
+});
 
 // secrets reads modes before read_jail may add canaries beside them (and before the network
 // lines from a job's jail make its workspace).
@@ -47,9 +50,13 @@ const results = await Promise.all(
     const started = Date.now();
     const r = id === "secrets" ? await secretsFirst : await guarded(id, CHECKS[id]);
     const unreached = r.unreached === true;
-    if (!jailed.includes(id)) return { id, ok: r.ok === true, detail: String(r.detail), unreached, ms: Date.now() - started };
-    const j = fromJail[id] || { ok: false, detail: fromJail.why || "no result" };
-    const both = { ok: r.ok === true && j.ok === true, unreached: unreached && j.ok === true };
+    const isLate = r.ok !== true && r.late === true;
+    if (!jailed.includes(id)) return { id, ok: r.ok === true, detail: String(r.detail), unreached, late: isLate, ms: Date.now() - started };
+    const j = fromJail[id] || { ok: false, detail: fromJail.why || "no result", late: fromJail.late === true };
+    // Late when neither side has evidence of an open wall: each is ok or late, and one is late.
+    const ok = r.ok === true && j.ok === true;
+    const late = !ok && (r.ok === true || isLate) && (j.ok === true || j.late === true);
+    const both = { ok, unreached: unreached && j.ok === true, late };
     return { id, ...both, detail: `${r.detail}; from a job's jail: ${j.detail}`, ms: Date.now() - started };
   }),
 );
@@ -58,5 +65,5 @@ cleanup(MADE_HANDS);
 cleanup(MADE_VIEW);
 cleanup(MADE_LOGIN);
 letLoginGo(true);
-process.stdout.write(`${RESULT_MARK}${JSON.stringify({ results, jailed })}\n`);
+process.stdout.write(`${RESULT_MARK}${JSON.stringify({ results, jailed, machine: MACHINE })}\n`);
 process.exit(0);

@@ -240,7 +240,7 @@ export async function fromJobsJail(ids) {
   box.close();
   if (!r || !(await countersRead(cfg.count.steps[1]))) return { why: "box did not read the firewall's counters" };
   const why = unusable("the job's jail", r);
-  if (why) return { why };
+  if (why) return { why, late: r.timedOut === true };
   const line = r.out.split("\n").find((l) => l.startsWith(RESULT_MARK));
   if (!line) return { why: `the job's jail gave no result (exit ${r.code}): ${short(r.err, 150)}` };
   return Object.fromEntries(JSON.parse(line.slice(RESULT_MARK.length)).results.map((j) => [j.id, j]));

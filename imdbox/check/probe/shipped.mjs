@@ -42,19 +42,19 @@ const say = (what, r) => console.log("IMD-DRIVER " + what + " " + JSON.stringify
 const start = (argv) => spawn(argv[0], argv.slice(1), { stdio: ["ignore", "pipe", "pipe"], detached: true });
 const kill = (child) => { try { process.kill(-child.pid, "SIGKILL"); } catch {} };
 const runIt = (argv) => new Promise((resolve) => {
-  let out = "", err = "";
+  let out = "", err = "", timedOut = false;
   const child = start(argv);
-  const timer = setTimeout(() => kill(child), c.ms);
+  const timer = setTimeout(() => { timedOut = true; kill(child); }, c.ms);
   child.stdout.on("data", (d) => (out += d));
   child.stderr.on("data", (d) => (err += d));
   child.on("error", (e) => { clearTimeout(timer); resolve({ code: null, out, err: String(e) }); });
-  child.on("close", (code) => { clearTimeout(timer); resolve({ code, out, err }); });
+  child.on("close", (code) => { clearTimeout(timer); resolve({ code, out, err, timedOut, limit: c.ms }); });
 });
 const server = start(c.server);
 let out = "", err = "", started = false;
 const end = () => { kill(server); process.exit(0); };
 process.stdin.on("end", end).resume();
-const timer = setTimeout(() => { say("preview", { why: "timed out starting a preview server" }); end(); }, c.ms);
+const timer = setTimeout(() => { say("preview", { why: "timed out starting a preview server", late: true }); end(); }, c.ms);
 server.stderr.on("data", (d) => (err += d));
 server.on("close", (code) => { if (!started) say("preview", { why: "did not start a preview server (exit " + code + "): " + (err || out).slice(0, 300) }); });
 server.stdout.on("data", async (d) => {

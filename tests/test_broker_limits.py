@@ -36,7 +36,7 @@ TWIN = script_with(
     layout.BROKER,
     # The caps: every body read as it comes, and kept whole for a retry.
     ("const BODY_LIMIT = 32 * MB;", "const BODY_LIMIT = Infinity;"),
-    ("const REPLAY_BUDGET = 64 * MB;", "const REPLAY_BUDGET = Infinity;"),
+    ("const REPLAY_BUDGET = 16 * MB;", "const REPLAY_BUDGET = Infinity;"),
     # A refresh on every 401, of any path.
     ("const REFRESH_EVERY_MS = 60 * 1000;", "const REFRESH_EVERY_MS = 0;"),
     ("const inference = Boolean(token) && INFERENCE.has(`${host} ${route}`);", "const inference = Boolean(token);"),

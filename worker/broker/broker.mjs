@@ -333,7 +333,7 @@ const LENT = new Set([
 const INFERENCE = new Set(["api.anthropic.com /v1/messages"]);
 const MB = 1024 * 1024;
 const BODY_LIMIT = 32 * MB; // a request's body: the Messages API's own limit (32 MB)
-const REPLAY_BUDGET = 64 * MB; // bodies kept for a retry after a refresh, every request's together
+const REPLAY_BUDGET = 16 * MB; // bodies kept for a retry after a refresh, every request's together
 const CONNECTIONS = 128; // TLS sessions at once, every job's and box shell's together
 const PER_RUN = 16; // requests at once with one run's sentinel
 // Every credential a client may send; a run's request goes on with the owner's token alone.

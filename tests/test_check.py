@@ -969,7 +969,7 @@ def test_24_a_place_room_that_takes_the_boxs_own_folders(check, has_browser):
     expect_failed(report, {"worker_view"}, has_browser)
     detail = report.by_id("worker_view").detail
     for folder in (layout.RUNS, layout.DOOR_DIR, layout.BROKER_DIR):
-        assert f"the worker's git worked in {folder}, one of the box's own folders" in detail, detail
+        assert f"the worker's git ran in {folder}, one of the box's own folders" in detail, detail
 
 
 def test_24_a_jail_in_no_landlock_domain(check, has_browser):

@@ -179,9 +179,9 @@ async function namedByTheWorker(node) {
       wrong.push(`${dir}, one of the box's own folders, is missing`);
       continue;
     }
-    const r = await run(tool("door"), ["call", "git", "ls-files", "--others"], { cwd: dir, env: { PATH: cfg.path, HOME } });
-    if (r.code === 0) wrong.push(`the worker's git worked in ${dir}, one of the box's own folders (it listed ${short(r.out.split("\n").filter(Boolean).join(" "), 60) || "nothing"})`);
-    else if (!r.err.includes("is no folder the box keeps")) wrong.push(`a call through the door in ${dir} was not refused as no place of a job's (exit ${r.code}: ${short(r.err, 80)})`);
+    // Refused before any git runs, or git ran there (whatever it then said).
+    const r = await run(tool("door"), ["call", "git", "status", "--short"], { cwd: dir, env: { PATH: cfg.path, HOME } });
+    if (r.code !== 70 || !r.err.includes("is no folder the box keeps")) wrong.push(`the worker's git ran in ${dir}, one of the box's own folders (exit ${r.code}: ${short(r.err || r.out, 80)})`);
   }
   const outside = processes((a) => (a[0] === tool("door") && a[1] === "serve") || a.includes(cfg.broker.program)).map(([pid]) => pid);
   const tried = outside.map((pid) => `kill -0 ${pid} 2>/dev/null && echo "signalled ${pid}"`).join("; ");

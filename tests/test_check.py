@@ -924,10 +924,10 @@ def test_24_a_door_that_hands_the_launcher_the_callers_environment(check, has_br
     # caller set, and bash runs the caller's BASH_ENV in it, outside the view, before the
     # launcher's first line could start it again with the box's own environment.
     callers = (
-        "    execve(rq->rt->launcher, rq->argv, own_env);\n",
+        "    execve(rt->launcher, argv, own_env);\n",
         "    char *callers[4096];\n    size_t k = 0;\n"
         "    for (char *q = rq->env; q < rq->end && k < 4095; q += strlen(q) + 1) callers[k++] = q;\n"
-        "    callers[k] = NULL;\n    execve(rq->rt->launcher, rq->argv, callers);\n",
+        "    callers[k] = NULL;\n    execve(rt->launcher, argv, callers);\n",
     )
     report = check(patch=door_with(tmp_path, callers), view=True)
     expect_failed(report, {"worker_view"}, has_browser)

@@ -33,7 +33,7 @@ OUTSIDE = {
     # worker; it starts the door with the box's own (the broker switches itself).
     "worker/door/view": '/usr/bin/env -i "${OWN[@]}" "$DOOR" serve',
     # The door: each launcher with the box's own environment, read once (door.c's OWN_ENV).
-    "worker/door/door.c": "execve(rq->rt->launcher, rq->argv, own_env);",
+    "worker/door/door.c": "execve(rt->launcher, argv, own_env);",
     # The broker: only ever started by broker/start's loop.
     "worker/broker/broker.mjs": "process.env.NODE_EXTRA_CA_CERTS",
     # The install box (box setup, update, runtime): npm reads no user configuration, the worker's

@@ -425,6 +425,8 @@ static void parse_request(struct request *rq) {
 /* The launcher, in a session of its own, with the caller's stdio and its environment as data
  * on GIVEN_FD. */
 static pid_t start_launcher(const struct request *rq, int env_fd) {
+    const struct runtime *rt = rq->rt;
+    char **argv = rq->argv;
     pid_t handler = getpid();
     pid_t child = fork();
     if (child != 0) return child;
@@ -441,11 +443,11 @@ static pid_t start_launcher(const struct request *rq, int env_fd) {
     if (dup2(rq->fds[0], 0) < 0 || dup2(rq->fds[1], 1) < 0 || dup2(rq->fds[2], 2) < 0 || dup2(env_fd, GIVEN_FD) < 0)
         _exit(NOT_STARTED);
     if (chdir(rq->fields[2]) < 0) {
-        say(rq->rt->name, "the working directory is gone");
+        say(rt->name, "the working directory is gone");
         _exit(NOT_STARTED);
     }
-    execve(rq->rt->launcher, rq->argv, own_env);
-    say(rq->rt->name, "%s could not be run (%s)", rq->rt->launcher, strerror(errno));
+    execve(rt->launcher, argv, own_env);
+    say(rt->name, "%s could not be run (%s)", rt->launcher, strerror(errno));
     _exit(NOT_STARTED);
 }
 

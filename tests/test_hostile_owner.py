@@ -25,7 +25,7 @@ from tests.harness import agents as agents_mod
 from tests.harness import jobs, login
 from tests.harness.boxes import as_imd, in_view
 from tests.harness.jobs import HOME
-from tests.test_check import script_with
+from tests.test_check import patched_image, script_with
 from tests.test_hostile_worker import box_of
 
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[1])]
@@ -241,3 +241,29 @@ def test_twin_the_install_box_without_q_copies_the_login(hostile):
     jobs.seed(hostile, {"/tmp/imdt-old-install.sh": old.decode()})
     as_imd(hostile, INSTALL.format(script="bash /tmp/imdt-old-install.sh"))
     assert leaks(hostile) != ""
+
+
+# --- a Console login's key in the worker's ~/.claude.json -----------------------------------------
+
+CONSOLE_KEY = "sk-ant-api03-imdt-owners-console-key"
+
+
+def key_in_the_view(box) -> str:
+    """A Console login's key where Claude Code kept it before box shell had a home of its own,
+    then a new view of the worker's: what it reads of ~/.claude.json."""
+    jobs.seed(box, {f"{HOME}/.claude.json": json.dumps({"primaryApiKey": CONSOLE_KEY, "theme": "dark"})})
+    return as_imd(box, in_view(f"cat {HOME}/.claude.json"))[1]
+
+
+def test_a_console_key_in_the_workers_claude_json_is_taken_out_before_the_view(hostile):
+    out = key_in_the_view(hostile)
+    assert CONSOLE_KEY not in out and '"theme": "dark"' in out, out
+
+
+def test_twin_a_view_that_leaves_the_key_there(docker_client, box_image, topology, agents, tmp_path, world):
+    as_it_was = script_with("worker/door/view", layout.WORKER_VIEW, ("claude_config_moved 2>>", ": 2>>"))
+    with (
+        patched_image(docker_client, box_image, as_it_was) as image,
+        box_of(docker_client, image, topology, agents, tmp_path, world) as twin,
+    ):
+        assert CONSOLE_KEY in key_in_the_view(twin)

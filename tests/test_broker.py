@@ -279,9 +279,10 @@ def test_the_workers_view_shows_a_login_the_broker_refuses(box):
     code, out = as_imd(box, jobs.boxes.in_view(script))
     assert code == 0 and "access=sk-ant-oat01-imd-box-sentinel-" in out, out
     assert out.strip().endswith("status=401") and login.ACCESS not in out, out
-    # Nor is the broker's folder there, whose socket mints a run's sentinel.
-    code, out = as_imd(box, jobs.boxes.in_view(f"ls -A {layout.BROKER_DIR}"))
-    assert code == 0 and out.strip() == "", out
+    # Nor is the broker's folder there, whose socket mints a run's sentinel: of the box's own
+    # folders, the view shows the door's alone.
+    code, out = as_imd(box, jobs.boxes.in_view(f"ls -A {layout.OWN_DIR}"))
+    assert code == 0 and out.split() == [layout.DOOR_DIR.rsplit("/", 1)[1]], out
 
 
 def test_the_owners_claude_in_box_shell_refreshes_through_the_broker(docker_client, box_image, box, world):

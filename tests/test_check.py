@@ -28,7 +28,7 @@ import pytest
 
 from imdbox import layout, names
 from imdbox import volume as volume_mod
-from imdbox.check import walls
+from imdbox.check import runner, walls
 from imdbox.check.report import Report
 from imdbox.check.runner import PROBE_DIR, run_check
 from imdbox.check.walls import WALLS
@@ -1046,8 +1046,9 @@ def test_25_with_the_owners_login_a_request_through_the_broker_gets_the_profile(
 
 
 def test_25_a_login_anthropic_refuses(check, has_browser, test_volume, docker_client, box_image, topology):
-    # Anthropic knows neither of the login's tokens: the broker's request gets 401, its refresh
-    # invalid_grant, and the line says so, with what to run.
+    # Anthropic knows neither of the login's tokens: the broker's request gets 401, and the line
+    # says so, with what to run. (A 401 from the profile, the line's request, makes no refresh:
+    # the broker refreshes on the Messages API's alone, docs/broker.md.)
     ca, tls = login.certificates()
     internet = topology.targets["internet"].network
     someone_else = login.anthropic(tls, access="sk-ant-oat01-imdt-other", refresh="sk-ant-ort01-imdt-other")
@@ -1055,8 +1056,8 @@ def test_25_a_login_anthropic_refuses(check, has_browser, test_volume, docker_cl
         report = check(volume=test_volume, **owners_login(ca, address))
     expect_failed(report, {"login_broker"}, has_browser)
     detail = report.by_id("login_broker").detail
-    assert "the login broker: the owner's Claude login could not be refreshed (400 invalid_grant)" in detail, detail
     assert "Anthropic answered a job's request through the broker with 401 (the account's profile)" in detail, detail
+    assert "run 'claude' in 'box shell' and log in again" in detail, detail
 
 
 def test_22_the_host_addresses_not_given_to_the_firewall(check, has_browser):
@@ -1149,13 +1150,19 @@ HANG = b"#!/bin/sh\nexec sleep 60\n"
 def test_a_hanging_tool_is_fail_not_a_hang(check, has_browser, docker_client, box_image, home_volume):
     started = time.monotonic()
     report = check(patch={"/usr/bin/bwrap": HANG}, read_jail=True)
-    assert time.monotonic() - started < 30
+    # Not a hang: each tool's limit (grown with the machine's load, at most MAX_SCALE times) ends
+    # its line, long before the probe's.
+    assert time.monotonic() - started < 2 * runner.MAX_SCALE * runner.TOOL_SECONDS
     expect_failed(report, {"read_jail", "jailed_root", "image", "worker_hands", "login_broker"}, has_browser)
+    # A tool out of time is no evidence of an open wall: not proved, and said so.
     for wall in ("read_jail", "jailed_root", "image", "worker_hands", "login_broker"):
-        assert "timed out" in report.by_id(wall).detail, show(report)
+        line = report.by_id(wall)
+        assert line.not_proved and "took longer than" in line.detail, show(report)
     # The tool's own limit ends the line, and names the tool: the hung sleep (the jail's
     # bwrap) holds the pipes, and a line that waited for them would end at the probe's limit.
-    assert report.by_id("read_jail").detail.startswith("srt in the job's jail timed out"), show(report)
+    assert report.by_id("read_jail").detail.startswith(
+        "srt in the job's jail starting its preview server took longer"
+    ), show(report)
     # The line's own clean-up ran: every later check on this volume would fail line 16 (EEXIST).
     assert canaries_in(docker_client, box_image, home_volume) == [], "canaries left in the volume"
 
@@ -1173,7 +1180,8 @@ def test_a_line_cut_off_at_the_probes_limit_leaves_no_canaries(check, docker_cli
         kw["command"][-1] = json.dumps(config)
 
     report = check(patch={"/usr/bin/bwrap": HANG}, mutate=patient_tools, read_jail=True)
-    assert report.by_id("read_jail").detail == "the probe timed out after 5000 ms", show(report)
+    line = report.by_id("read_jail")
+    assert line.not_proved and line.detail.startswith("the line's probe took longer than "), show(report)
     assert canaries_in(docker_client, box_image, home_volume) == [], "canaries left in the volume"
 
 

@@ -371,7 +371,7 @@ def test_runtime_saves_one_and_restarts_the_worker(docker_client, bx):
     try:
         r = bx.run("runtime", "codex")
         assert r.returncode == 0, r.all
-        assert "installing the codex CLI" in r.all and "restarting the worker on codex" in r.all
+        assert "installing the codex CLI" in r.all and "starting the worker again on codex" in r.all
         assert volume_files(docker_client, bx, [SETTINGS])[SETTINGS] == b"RUNTIMES=codex\nCONCURRENCY=2\n"
         logs = docker_client.containers.get(bx.container).logs().decode()
         assert "imd start --auto-update --runtime codex --concurrency 2" in logs
@@ -414,7 +414,7 @@ def test_runtime_list_with_a_worker_that_runs_several(docker_client, fresh, tmp_
     key_file.write_text(secret + "\n")
     r = bx.run("runtime", "claude,grok", "--concurrency", "3", "--grok-key-file", str(key_file))
     assert r.returncode == 0, r.all
-    assert "installing the grok CLI" in r.all and "restarting the worker on claude and grok" in r.all
+    assert "installing the grok CLI" in r.all and "starting the worker again on claude and grok" in r.all
     assert "the API key is stored in ~/.grok/user-settings.json" in r.all
     c = docker_client.containers.get(bx.container)
     logs = c.logs().decode()

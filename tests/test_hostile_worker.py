@@ -490,7 +490,7 @@ def turned_link(box, space: str) -> tuple[int, str]:
         return as_imd(
             box,
             in_view(
-                f'mkdir -p {space} && cd {space} && "$IDENTITYMD_CODEX_BIN" exec --json --sandbox workspace-write hello 2>&1'
+                f'mkdir -p {space} && cd {space} && "$IDENTITYMD_CODEX_BIN" exec --json --sandbox workspace-write --ignore-user-config hello 2>&1'
             ),
         )
     finally:
@@ -602,8 +602,9 @@ def test_the_launchers_folder_is_not_the_workers(docker_client, box_image, box, 
 
 
 def test_twin_a_view_that_shows_the_launchers_folder(docker_client, box_image, topology, agents, tmp_path, world):
-    # The view before the fix: the launchers' folder in the box's /tmp is the worker's to write.
-    as_it_was = script_with("worker/door/view", layout.WORKER_VIEW, ('  --tmpfs "$RUNS"\n', ""))
+    # The view before the fix: the launchers' folder (with the box's other own folders) is the
+    # worker's to write.
+    as_it_was = script_with("worker/door/view", layout.WORKER_VIEW, ('  --tmpfs "$OWN_DIR"\n', ""))
     with (
         patched_image(docker_client, box_image, as_it_was) as image,
         box_of(docker_client, image, topology, agents, tmp_path, world) as twin,

@@ -20,6 +20,7 @@ import json
 
 import pytest
 
+from imdbox import names
 from tests.fake_worker.fixtures import copy_of, volume_files
 from tests.harness import boxes
 from tests.harness.image import BASE_IMAGE, CA_FILE
@@ -43,8 +44,10 @@ done
 exit 127
 """
 
-# Run as imd (through `box shell`): the attacker's own moves.
+# Run as imd (through `box shell`, whose own home is the owner's): the attacker's own moves, in
+# the volume's home.
 PLANT_SCRIPT = f"""set -e
+HOME={names.HOME}
 mkdir -p ~/planted && chmod 777 ~/planted && : > {LOG} && chmod 666 {LOG}
 cat > ~/planted/plant <<'EOF'
 {PLANT}EOF

@@ -189,6 +189,7 @@ def test_twin_an_install_box_that_takes_the_workers_npmrc_and_scripts(home, feed
     for old in (
         " --ignore-scripts",
         "export NPM_CONFIG_USERCONFIG=/dev/null NPM_CONFIG_GLOBALCONFIG=/nonexistent/npmrc\n",
+        'npm() { HOME=$tools_home command npm "$@"; }\n',
     ):
         assert text.count(old) == 1, old
         text = text.replace(old, "")

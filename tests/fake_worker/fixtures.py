@@ -157,7 +157,7 @@ def volume_files(client: docker.DockerClient, env: BoxEnv, paths) -> dict[str, O
 
 
 # A Claude Code login as the volume holds one (private to imd): what a fault must keep.
-PLANT_LOGIN = "mkdir -p ~/.claude && umask 077 && head -c 300 /dev/urandom | base64 > ~/.claude/.credentials.json"
+PLANT_LOGIN = f"mkdir -p {names.HOME}/.claude && umask 077 && head -c 300 /dev/urandom | base64 > {names.HOME}/.claude/.credentials.json"
 
 
 @contextlib.contextmanager

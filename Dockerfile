@@ -52,13 +52,14 @@ RUN npm ci --ignore-scripts --no-audit --no-fund \
  && rm -rf /out/opt/sandbox-runtime/node_modules/@anthropic-ai/sandbox-runtime/vendor/srt-win
 
 # ---------------------------------------------------------------- the door
-# worker/door/door.c, compiled with Debian's gcc; nothing else of this stage reaches the box.
+# worker/door/door.c with its paths.h (written from imdbox/layout.py), compiled with Debian's gcc;
+# nothing else of this stage reaches the box.
 FROM ${BASE_IMAGE} AS door
 # hadolint ignore=DL3008
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc libc6-dev \
  && rm -rf /var/lib/apt/lists/*
-COPY worker/door/door.c /src/door.c
+COPY worker/door/door.c worker/door/paths.h /src/
 RUN mkdir -p /out && gcc -O2 -Wall -Wextra -Werror -o /out/door /src/door.c
 
 # ---------------------------------------------------------------- the box

@@ -21,12 +21,12 @@ readonly IPTABLES=/usr/sbin/iptables IP6TABLES=/usr/sbin/ip6tables
 say() { echo "imd-box firewall: $*" >&2; }
 die() { say "FAILED: $*"; exit 1; }
 
-# Special-purpose and private IPv4 ranges the worker must never reach.
-# 240.0.0.0/4 includes the limited broadcast 255.255.255.255.
-readonly BLOCKED_V4=(
-  0.0.0.0/8 10.0.0.0/8 100.64.0.0/10 127.0.0.0/8 169.254.0.0/16 172.16.0.0/12
-  192.0.0.0/24 192.168.0.0/16 198.18.0.0/15 224.0.0.0/4 240.0.0.0/4
-)
+# The special-purpose and private IPv4 ranges the worker must never reach, and the loopback's
+# among them: worker/paths REFUSED_V4 and LOOPBACK_V4 (from imdbox/layout.py, with why each).
+# shellcheck source=worker/paths
+. /usr/local/lib/imd-box/worker/paths
+read -r -a BLOCKED_V4 <<<"$REFUSED_V4"
+readonly BLOCKED_V4
 readonly REJECT_V4='-j REJECT --reject-with icmp-admin-prohibited'
 readonly REJECT_V6='-j REJECT --reject-with icmp6-adm-prohibited'
 
@@ -83,7 +83,7 @@ for a in "${REFUSED_HOSTS[@]}"; do
   V4+=("-A OUTPUT -d $a/32 $REJECT_V4")
 done
 for net in "${BLOCKED_V4[@]}"; do
-  if [ "$net" = 127.0.0.0/8 ]; then
+  if [ "$net" = "$LOOPBACK_V4" ]; then
     V4+=("-A OUTPUT -d $net ! -o lo $REJECT_V4")
   else
     V4+=("-A OUTPUT -d $net $REJECT_V4")

@@ -1,11 +1,22 @@
-"""Where things are inside the box image: the Dockerfile puts them there, and every
-command box runs in a box names them by these absolute paths (root never resolves a
-bare name, HACKING.md). tests/test_browser_unit.py and the image tests hold the
-Dockerfile to them."""
+"""Where things are inside the box image, and the box's other fixed facts, written once: the
+Dockerfile puts them there, and every command box runs in a box names them by these absolute
+paths (root never resolves a bare name, HACKING.md). tests/test_browser_unit.py and the image
+tests hold the Dockerfile to them. What the box's other languages need of them is generated
+from here by scripts/write-facts.py: worker/paths (bash), worker/door/paths.h (C) and
+worker/facts.json (the login broker's JavaScript); tests/test_protocol_unit.py holds each
+to what the script writes now."""
 
 from .names import HOME
 
 LIB = "/usr/local/lib/imd-box"  # the repo's worker/, browser/ and firewall/ folders
+# What every command box runs in a box gets as PATH: the image's own directories.
+# Root never looks in the volume; worker/as-imd gives `imd` its own PATH after the drop.
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# The worker's places in its volume: the jobs' working directories, and its npm prefix.
+WORK_ROOT = f"{HOME}/.identitymd/work"
+NPM_PREFIX = f"{HOME}/.npm-global"
+# The agent CLIs' npm scopes in the prefix, each with the runtime it holds.
+CLIS = (("@anthropic-ai", "claude"), ("@openai", "codex"), ("@vibe-kit", "grok"))
 WORKER_DIR = f"{LIB}/worker"
 BROWSER_DIR = f"{LIB}/browser"
 # V8's compiled code for the browser's MCP server, made by the build (browser/playwright-mcp).
@@ -13,6 +24,7 @@ NODE_COMPILE_CACHE = f"{LIB}/node-compile-cache"
 AS_IMD = f"{WORKER_DIR}/as-imd"  # the one privilege drop
 FIREWALL = f"{LIB}/firewall/init-firewall.sh"  # the walls, which the entrypoint sets
 INSTALL_SH = f"{WORKER_DIR}/install.sh"
+HEALTHY = f"{WORKER_DIR}/healthy"  # the image's HEALTHCHECK
 # The Claude Code and the Codex the worker runs (as-imd names them in IDENTITYMD_CLAUDE_BIN
 # and IDENTITYMD_CODEX_BIN): the real ones, each run in a jail of its job's own (JAIL);
 # and the bubblewrap Claude's sandbox runs each command with.
@@ -29,6 +41,7 @@ DOOR = f"{WORKER_DIR}/door/door"
 # every place the worker may name, hidden in every jail and the worker's view.
 OWN_DIR = "/run/imd-box-own"
 DOOR_DIR = f"{OWN_DIR}/door"  # the door's socket's folder (read-only in the view)
+DOOR_SOCKET = f"{DOOR_DIR}/door.sock"
 # The launchers' marks of a node's runs, a job's network's pipes and the views' stand-ins.
 RUNS = f"{OWN_DIR}/runs"
 # The Claude login broker (worker/broker): its folder (the launchers' socket, the CA the jails
@@ -40,6 +53,17 @@ BROKER_TLS_PORT = 47612  # TLS for Anthropic's login hosts, forwarded into a Cla
 BROKER_ASK = f"{WORKER_DIR}/broker/ask"  # one request to it, on its control socket
 BROKER = f"{WORKER_DIR}/broker/broker.mjs"
 BROKER_START = f"{WORKER_DIR}/broker/start"  # it running, started once per box
+# Where Claude Code sends its login: the hosts the broker serves, and nothing else.
+BROKER_HOSTS = (
+    "api.anthropic.com",
+    "platform.claude.com",
+    "console.anthropic.com",
+    "mcp-proxy.anthropic.com",
+    "claude.ai",
+)
+# What every token it mints for a run holds after `sk-ant-oat01-` / `sk-ant-ort01-`: how the broker
+# and box check's probe tell its stand-in from a real login.
+BROKER_SENTINEL = "imd-box-sentinel-"
 # The box's own environment, which every program of the box outside the worker's view runs with.
 OWN_ENV = f"{WORKER_DIR}/own.env"
 # The paths the box's scripts share (sourced), which tests/test_protocol_unit.py holds to these.
@@ -55,6 +79,8 @@ OWNER_HOME = f"{HOME}/.imd-box-owner"
 HANDS_DIR = f"{WORKER_DIR}/hands"
 # Their seccomp filter (seccomp/hands.py): nothing they run makes a link.
 HANDS_FILTER = f"{WORKER_DIR}/hands.bpf"
+# The worker's PATH: its hands first, then its own npm bin, then the image's (worker/as-imd).
+WORKER_PATH = f"{HANDS_DIR}:{NPM_PREFIX}/bin:{SYSTEM_PATH}"
 NODE = "/usr/local/bin/node"
 # Claude Code's managed settings (image/claude-code/): its sandbox, the read jail.
 CLAUDE_SETTINGS = "/etc/claude-code/managed-settings.json"
@@ -66,3 +92,53 @@ CA_DIR = "/usr/local/share/ca-certificates/imd-box"
 # imd, and `box status` reads the rules' counters with them as root.
 IPTABLES = "/usr/sbin/iptables"
 IP6TABLES = "/usr/sbin/ip6tables"
+
+# Every program of the box that runs outside the worker's view, next to the owner's logins: each
+# runs with the box's own environment (OWN_ENV), none of its caller's; a new one joins here, and
+# tests/test_own_env_unit.py holds each to it. The rest of the box's programs run in the view
+# (worker/run.sh and the worker), in a job's jail (worker/bwrap, the browser's launcher), or as
+# root before the worker exists (the entrypoint, the firewall, as-imd: tests/test_planted.py).
+OUTSIDE_VIEW = (
+    CLAUDE_JAIL,
+    JAIL,
+    BROKER_START,
+    BROKER_ASK,
+    HEALTHY,
+    CODEX_JAIL,
+    WORKER_VIEW,
+    DOOR,
+    BROKER,
+    INSTALL_SH,
+)
+
+# The special-purpose and private IPv4 ranges the worker must never reach, in the order the
+# firewall refuses them (firewall/init-firewall.sh), each with the wall `box status` counts its
+# refusals under (imdbox/refused.py). 240.0.0.0/4 includes the limited broadcast 255.255.255.255.
+REFUSED_V4 = {
+    "0.0.0.0/8": "reserved ranges",
+    "10.0.0.0/8": "home network",
+    "100.64.0.0/10": "Tailscale",
+    "127.0.0.0/8": "reserved ranges",
+    "169.254.0.0/16": "cloud metadata",
+    "172.16.0.0/12": "home network",
+    "192.0.0.0/24": "reserved ranges",
+    "192.168.0.0/16": "home network",
+    "198.18.0.0/15": "reserved ranges",
+    "224.0.0.0/4": "multicast/broadcast",
+    "240.0.0.0/4": "multicast/broadcast",
+}
+# The loopback range, which the firewall refuses on every device but the loopback's own.
+LOOPBACK_V4 = "127.0.0.0/8"
+# What the login broker's CONNECT proxy names "a private address" (worker/broker/broker.mjs why()):
+# the refused ranges a network of one's own is on, and 0.0.0.0/8, which Linux takes as the box
+# itself. A subset on purpose: the broker refuses every host but Anthropic's login hosts whatever
+# this says, so the list only names the reason; the loopback is named apart ("the box's loopback"),
+# and multicast and the reserved ranges are "not one of Anthropic's login hosts", as any other
+# address. IPv6, which the firewall refuses whole: the unique local and link-local ranges, and
+# the unspecified address.
+BROKER_PRIVATE_V4 = tuple(
+    net
+    for net, wall in REFUSED_V4.items()
+    if wall in ("home network", "Tailscale", "cloud metadata") or net == "0.0.0.0/8"
+)
+BROKER_PRIVATE_V6 = ("fc00::/7", "fe80::/10", "::/128")

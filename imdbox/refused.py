@@ -17,7 +17,7 @@ import docker.errors
 
 from . import engine
 from .errors import BoxError
-from .layout import IP6TABLES, IPTABLES
+from .layout import IP6TABLES, IPTABLES, LOOPBACK_V4, REFUSED_V4
 
 # In the order `box status` shows them.
 WALLS = (
@@ -36,19 +36,8 @@ _SPLIT = "-- IPv6 --"
 LIST = f'"$0" -w -S OUTPUT -v && echo "{_SPLIT}" && "$1" -w -S OUTPUT -v'  # sh, with $0 and $1 the tools
 READ = ["/bin/sh", "-c", LIST, IPTABLES, IP6TABLES]
 
-_NETS = {
-    "10.0.0.0/8": "home network",
-    "172.16.0.0/12": "home network",
-    "192.168.0.0/16": "home network",
-    "100.64.0.0/10": "Tailscale",
-    "169.254.0.0/16": "cloud metadata",
-    "224.0.0.0/4": "multicast/broadcast",
-    "240.0.0.0/4": "multicast/broadcast",
-    "0.0.0.0/8": "reserved ranges",
-    "127.0.0.0/8 ! -o lo": "reserved ranges",
-    "192.0.0.0/24": "reserved ranges",
-    "198.18.0.0/15": "reserved ranges",
-}
+# Each refused range's rule, as the firewall writes it (the loopback's on every other device).
+_NETS = {(f"{net} ! -o lo" if net == LOOPBACK_V4 else net): wall for net, wall in REFUSED_V4.items()}
 _MATCHES = {
     "-p udp -m udp --dport 53": "DNS elsewhere",
     "-p tcp -m tcp --dport 53": "DNS elsewhere",

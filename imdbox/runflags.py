@@ -45,9 +45,8 @@ TMPFS = {
 # only in a network namespace where the maker holds CAP_NET_ADMIN, a job's own.
 TUN = "/dev/net/tun"
 TUN_DEVICE = f"{TUN}:{TUN}:rwm"  # the same path inside, read, write and mknod by the cgroup
-# What every command box runs in a box gets as PATH: the image's own directories.
-# Root never looks in the volume; worker/as-imd gives `imd` its own PATH after the drop.
-SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# What every command box runs in a box gets as PATH: the image's own directories (layout.py).
+SYSTEM_PATH = layout.SYSTEM_PATH
 # The entrypoint REJECTs each of these (the Mac's or the Linux host's own addresses).
 HOST_ADDRS_ENV = "IMD_BOX_HOST_ADDRS"
 # How a message from inside the box names a box command: the seat's whose volume it runs

@@ -18,13 +18,11 @@ ROOT = names.REPO_ROOT
 OWN_ENV = ROOT / "worker" / "own.env"
 OWN = ROOT / "worker" / "own"
 
-# Every program of the box that runs outside the worker's view, next to the owner's logins, and
-# how it keeps to the box's own environment. The rest of the box's programs run in the view
-# (worker/run.sh and the worker), in a job's jail (worker/bwrap, the browser's launcher), or as
-# root before the worker exists (the entrypoint, the firewall, as-imd: tests/test_planted.py).
+# How each program of the box that runs outside the worker's view (imdbox/layout.py OUTSIDE_VIEW,
+# the product's list) keeps to the box's own environment, by the file it is written in.
 LAUNCHERS = ("worker/claude", "worker/jail")  # the caller's environment moved to fd 3, as data
 SWITCHED = ("worker/broker/start", "worker/broker/ask", "worker/healthy")  # the caller's dropped
-OUTSIDE = {
+HOW = {
     **dict.fromkeys(LAUNCHERS, 'given_or_again "$0" "$@"\n'),
     **dict.fromkeys(SWITCHED, 'own_or_again "$0" "$@"\n'),
     # Runs nothing but the jail, which switches.
@@ -42,15 +40,24 @@ OUTSIDE = {
 }
 
 
+def written_in(program: str) -> str:
+    """The repository's file a program of the image is written in (the door's is compiled)."""
+    return "worker/door/door.c" if program == layout.DOOR else f"worker/{program.removeprefix(f'{layout.WORKER_DIR}/')}"
+
+
+OUTSIDE = sorted(written_in(p) for p in layout.OUTSIDE_VIEW)
+
+
 def own_env() -> dict[str, str]:
     lines = [line for line in OWN_ENV.read_text().splitlines() if line and not line.startswith("#")]
     return dict(line.split("=", 1) for line in lines)
 
 
-@pytest.mark.parametrize("program", sorted(OUTSIDE))
+@pytest.mark.parametrize("program", OUTSIDE)
 def test_each_program_outside_the_view_keeps_to_the_boxs_own_environment(program):
+    assert program in HOW, f"{program} runs outside the view: say in HOW how it keeps to the box's own environment"
     text = (ROOT / program).read_text()
-    assert OUTSIDE[program] in text, f"{program} no longer keeps to the box's own environment"
+    assert HOW[program] in text, f"{program} no longer keeps to the box's own environment"
     if program in LAUNCHERS + SWITCHED:
         assert '. "$WORKER_DIR/own"\n' in text, program
 
@@ -66,7 +73,13 @@ def test_nothing_outside_the_view_reads_a_users_configuration():
     # curl reads its ~/.curlrc unless -q comes first.
     assert "exec curl -q " in (ROOT / "worker/broker/ask").read_text()
     door = (ROOT / "worker" / "door" / "door.c").read_text()
-    assert '#define OWN_ENV WORKER_DIR "/own.env"' in door and f"{layout.WORKER_DIR}/own.env" == layout.OWN_ENV
+    paths_h = (ROOT / "worker" / "door" / "paths.h").read_text()
+    assert '#include "paths.h"' in door and f'#define OWN_ENV "{layout.OWN_ENV}"' in paths_h
+    assert f"{layout.WORKER_DIR}/own.env" == layout.OWN_ENV
+
+
+def test_every_program_that_says_how_is_one_outside_the_view():
+    assert set(HOW) == set(OUTSIDE), set(HOW) ^ set(OUTSIDE)
 
 
 def switch(script: str, env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from imdbox import layout, names, protocol
@@ -37,52 +39,58 @@ def test_each_script_says_what_box_reads(what, text, files):
         assert text in (ROOT / f).read_text(), f"{f} no longer has {what}: {text!r}"
 
 
+def _writer():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("write_facts", ROOT / "scripts" / "write-facts.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+WRITER = _writer()
+
+
+@pytest.mark.parametrize("path", sorted(WRITER.FILES))
+def test_each_file_of_the_boxs_facts_is_written_from_layout(path):
+    """worker/paths, worker/door/paths.h and worker/facts.json are what scripts/write-facts.py
+    writes from imdbox/layout.py now, byte for byte."""
+    assert (ROOT / path).read_text() == WRITER.FILES[path](), f"{path} is stale: run python3 scripts/write-facts.py"
+
+
 def shared_paths() -> dict[str, str]:
-    """worker/paths, each `readonly NAME=value` with the names before it expanded."""
-    paths: dict[str, str] = {}
-    for line in (ROOT / "worker" / "paths").read_text().splitlines():
-        if line.startswith("readonly "):
-            name, _, value = line[len("readonly ") :].partition("=")
-            for known, text in sorted(paths.items(), key=lambda p: -len(p[0])):
-                value = value.replace(f"${known}", text)
-            paths[name] = value
-    return paths
+    """worker/paths, each `readonly NAME=value` with the names before it expanded, as bash reads it."""
+    out = subprocess.run(
+        [
+            "bash",
+            "-c",
+            '. "$1" && for n in $(compgen -v); do printf "%s=%s\\n" "$n" "${!n}"; done',
+            "-",
+            ROOT / "worker" / "paths",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
 
-def test_the_scripts_paths_are_layouts():
+def test_the_scripts_read_layouts_facts():
     paths = shared_paths()
     assert {
         "HOME_DIR": names.HOME,
-        "LIB": layout.LIB,
         "AS_IMD": layout.AS_IMD,
-        "FIREWALL": layout.FIREWALL,
-        "COMPILE_CACHE": layout.NODE_COMPILE_CACHE,
-        "WORKER_DIR": layout.WORKER_DIR,
-        "JAIL": layout.JAIL,
-        "ROOMS": layout.JAIL_ROOMS,
-        "HANDS": layout.HANDS_DIR,
-        "FILTER": layout.HANDS_FILTER,
-        "DOOR": layout.DOOR,
-        "DOOR_DIR": layout.DOOR_DIR,
-        "RUNS": layout.RUNS,
-        "BROKER_DIR": layout.BROKER_DIR,
-        "BROKER_PORT": str(layout.BROKER_PORT),
-        "BROKER_TLS_PORT": str(layout.BROKER_TLS_PORT),
-        "BROKER_ASK": layout.BROKER_ASK,
-        "BROKER": layout.BROKER,
-        "BROKER_START": layout.BROKER_START,
-        "VIEW": layout.WORKER_VIEW,
+        "WORKER_PATH": layout.WORKER_PATH,
         "LOGIN": layout.CLAUDE_LOGIN,
-        "OWNER_HOME": layout.OWNER_HOME,
-        "OWNER_SHELL": layout.OWNER_SHELL,
+        "BROKER_HOSTS": " ".join(layout.BROKER_HOSTS),
+        "REFUSED_V4": " ".join(layout.REFUSED_V4),
     }.items() <= paths.items(), paths
     # The browser's launcher finds the compile cache beside its own folder (the tests run it here).
     assert '"${here%/*}/node-compile-cache"' in (ROOT / "browser" / "playwright-mcp").read_text()
     assert f"{layout.BROWSER_DIR.rsplit('/', 1)[0]}/node-compile-cache" == layout.NODE_COMPILE_CACHE
-    # The door, in C, names the same: where it runs the launchers, and its socket.
-    door = (ROOT / "worker" / "door" / "door.c").read_text()
-    assert f'#define WORKER_DIR "{layout.WORKER_DIR}"' in door
-    assert f'#define SOCKET_PATH "{layout.DOOR_DIR}/door.sock"' in door
+    # The door, in C, reads its header; the broker its JSON, beside its own folder.
+    assert '#include "paths.h"\n' in (ROOT / "worker" / "door" / "door.c").read_text()
+    assert 'new URL("../facts.json", import.meta.url)' in (ROOT / "worker" / "broker" / "broker.mjs").read_text()
     # Each script that names them sources the file, by its one path.
     for script in (
         "worker/jail",
@@ -91,6 +99,7 @@ def test_the_scripts_paths_are_layouts():
         "worker/healthy",
         "worker/broker/start",
         "worker/broker/ask",
+        "firewall/init-firewall.sh",
     ):
         assert f". {layout.PATHS}\n" in (ROOT / script).read_text(), script
 

@@ -55,7 +55,17 @@ const TOKEN_PATH = "/v1/oauth/token";
 const CLIENT_ID = "9d1c250a-e61b-44d9-88ed-5944d1962f5e"; // Claude Code's, where the login names none
 const EARLY_MS = 5 * 60 * 1000; // refreshed this long before it expires
 const SENTINEL_MS = 10 * 365 * 24 * 3600 * 1000; // a sentinel login never needs a refresh
-const SENTINEL = "imd-box-sentinel-";
+// The box's facts it reads (worker/facts.json, written from imdbox/layout.py): the mark of the
+// tokens it mints, and the ranges it names private.
+const FACTS = (() => {
+  try {
+    return JSON.parse(fs.readFileSync(new URL("../facts.json", import.meta.url), "utf8")).broker;
+  } catch (e) {
+    console.error(`imd-box: the login broker cannot read the box's facts (worker/facts.json): ${e.message}; rebuild the image`);
+    return process.exit(78);
+  }
+})();
+const SENTINEL = FACTS.sentinel;
 const say = (text) => console.error(`imd-box broker: ${text}`);
 
 // --- its CA and the login hosts' certificate, made at the box's start, never leaving DIR --------
@@ -621,10 +631,15 @@ function ended(socket) {
 }
 
 // Why a CONNECT to host:port is refused, by name: every host but Anthropic's login hosts on 443 is.
+// Which addresses it names private: a subset of the firewall's refused ranges, on purpose (imdbox/layout.py
+// BROKER_PRIVATE_V4 says why); the reason is only named, every host but the login hosts is refused.
 const PRIVATE = new net.BlockList();
-for (const [address, prefix] of [["0.0.0.0", 8], ["10.0.0.0", 8], ["100.64.0.0", 10], ["169.254.0.0", 16], ["172.16.0.0", 12], ["192.168.0.0", 16]])
-  PRIVATE.addSubnet(address, prefix, "ipv4");
-for (const [address, prefix] of [["fc00::", 7], ["fe80::", 10], ["::", 128]]) PRIVATE.addSubnet(address, prefix, "ipv6");
+for (const family of ["ipv4", "ipv6"]) {
+  for (const range of FACTS.private[family]) {
+    const [address, prefix] = range.split("/");
+    PRIVATE.addSubnet(address, Number(prefix), family);
+  }
+}
 
 function why(host, port) {
   const bare = host.replace(/^\[(.*)\]$/, "$1").toLowerCase();

@@ -55,11 +55,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SOCKET_PATH "/run/imd-box-own/door/door.sock"
-#define WORKER_DIR "/usr/local/lib/imd-box/worker"
+/* SOCKET_PATH, WORKER_DIR and OWN_ENV: the box's paths, from imdbox/layout.py (scripts/write-facts.py). */
+#include "paths.h"
 #define MAGIC "imd-door 1"
 #define MAX_REQUEST (4 << 20)
-#define OWN_ENV WORKER_DIR "/own.env"
 #define GRACE_MS 1000
 #define REQUEST_MS 5000
 /* How long `door ping` waits for room in a busy door's queue: what waits on it (the view's

@@ -4,7 +4,7 @@
 // One script with the other parts when it runs (imdbox/check/bundle.py).
 import fs from "node:fs";
 import path from "node:path";
-import { HOME } from "./base.mjs";
+import { HOME, cfg } from "./base.mjs";
 
 // The secrets the home holds once set up. Paths follow the tools' own env vars.
 export function secretPaths() {
@@ -81,9 +81,9 @@ export function readRegular(file) {
   }
 }
 
-// How a sentinel login's access token starts, as the login broker mints it (worker/broker):
-// lines 24 and 25 tell the broker's stand-in from a login by it.
-export const CLAUDE_SENTINEL = "sk-ant-oat01-imd-box-sentinel-";
+// How a sentinel login's access token starts, as the login broker mints it (worker/broker, its
+// mark from imdbox/layout.py BROKER_SENTINEL): lines 24 and 25 tell the broker's stand-in from a login by it.
+export const CLAUDE_SENTINEL = `sk-ant-oat01-${cfg.broker.sentinel}`;
 
 // A Claude login's canary has a login's shape, so the login broker stands in for it in a job's
 // jail as for the owner's (worker/jail.d/login): lines 16 and 25 both may make it.

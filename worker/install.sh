@@ -328,7 +328,8 @@ JS
     say "compilers: solc $version kept in ~/.svm for every job (sha256 $sum, as the release list gives it)"
     kept+=("$version")
   done <"$stage/wanted"
-  printf '%s\n' "${kept[@]}" >"$state/compilers.tmp" && mv "$state/compilers.tmp" "$state/compilers"
+  { printf '%s\n' "${kept[@]}" >"$state/compilers.tmp" && mv "$state/compilers.tmp" "$state/compilers"; } ||
+    { rm -f "$state/compilers.tmp"; die "could not note the compilers kept in ~/.svm"; }
   cleanup
 }
 

@@ -174,6 +174,8 @@ async function outsideTheView(node, made) {
  * broker) can be signalled. What is wrong, as lines. */
 async function namedByTheWorker(node) {
   const wrong = [];
+  const ran = [];
+  let said = "";
   for (const dir of cfg.own_dirs) {
     if (!fs.existsSync(dir)) {
       wrong.push(`${dir}, one of the box's own folders, is missing`);
@@ -181,8 +183,11 @@ async function namedByTheWorker(node) {
     }
     // Refused before any git runs, or git ran there (whatever it then said).
     const r = await run(tool("door"), ["call", "git", "status", "--short"], { cwd: dir, env: { PATH: cfg.path, HOME } });
-    if (r.code !== 70 || !r.err.includes("is no folder the box keeps")) wrong.push(`the worker's git ran in ${dir}, one of the box's own folders (exit ${r.code}: ${short(r.err || r.out, 80)})`);
+    if (r.code === 70 && r.err.includes("is no folder the box keeps")) continue;
+    ran.push(dir);
+    said ||= `exit ${r.code}: ${short(r.err || r.out, 60)}`;
   }
+  if (ran.length) wrong.push(`the worker's git ran in ${ran.join(", ")}, the box's own folders (${said})`);
   const outside = processes((a) => (a[0] === tool("door") && a[1] === "serve") || a.includes(cfg.broker.program)).map(([pid]) => pid);
   const tried = outside.map((pid) => `kill -0 ${pid} 2>/dev/null && echo "signalled ${pid}"`).join("; ");
   const r = await run(...inAJobsJail(node, "/bin/bash", "-c", `${tried || ":"}; echo tried`));

@@ -7,9 +7,10 @@ const pkg = require("../package.json");
 const SANDBOX_CHECK = "imd sandbox check: read each file below";
 if (process.argv.includes("--version")) {
   console.log(`${pkg.version} (${pkg.name}, fake)`);
-} else if (process.argv.includes("-p")) {
-  // The prompt follows -p, or is on stdin, where the box's launcher moves it.
-  let prompt = process.argv[process.argv.indexOf("-p") + 1];
+} else if (process.argv.includes("-p") || process.argv[2] === "exec") {
+  // The prompt follows -p (claude) or comes last (codex exec), or is on stdin ("-", or nothing
+  // after -p), where the box's launcher moves it.
+  let prompt = process.argv[2] === "exec" ? process.argv[process.argv.length - 1] : process.argv[process.argv.indexOf("-p") + 1];
   if (prompt === undefined || prompt.startsWith("-")) {
     try {
       prompt = fs.readFileSync(0, "utf8");

@@ -340,14 +340,20 @@ function checkCommand(name, command, fix) {
   return { name, ok: false, detail, ...(fix ? { fix } : {}) };
 }
 
-// The real one runs each CLI its own way (claude -p … stream-json, codex exec …);
-// the stand-in agents all answer `-p`.
+// The real one runs each CLI its own way (claude -p … stream-json, codex exec …), and so does
+// this one: Codex as the worker's CodexRuntime calls it (its options, the prompt last), which the
+// box's Codex room takes alone; the stand-in agents answer either.
+function promptArgs(runtime, workspace, prompt) {
+  if (runtime.id !== "codex") return ["-p", prompt];
+  return ["exec", "--json", "--sandbox", "workspace-write", "-C", workspace, "--skip-git-repo-check", "--ignore-rules", "--ignore-user-config", prompt];
+}
+
 function smokeRun(runtime, workRoot) {
   fs.mkdirSync(workRoot, { recursive: true });
   const workspace = fs.mkdtempSync(path.join(workRoot, "doctor-"));
   const started = Date.now();
   try {
-    const run = spawnSync(runtime.bin, ["-p", SMOKE_PROMPT], { cwd: workspace, encoding: "utf8", timeout: 90_000 });
+    const run = spawnSync(runtime.bin, promptArgs(runtime, workspace, SMOKE_PROMPT), { cwd: workspace, encoding: "utf8", timeout: 90_000 });
     const name = `${runtime.id} run`;
     if (run.error?.code === "ETIMEDOUT") {
       return { name, ok: false, detail: "no answer within 90s", fix: `run \`${runtime.id}\` by hand once; a first run may be waiting on a prompt only a terminal can answer` };
@@ -373,7 +379,7 @@ function sandboxCheck(runtime, workRoot) {
   const name = `${runtime.id} jail`;
   try {
     const prompt = `${SANDBOX_CHECK}\n${CONFIG}\n${own}`;
-    const run = spawnSync(runtime.bin, ["-p", prompt], { cwd: workspace, encoding: "utf8", timeout: 90_000 });
+    const run = spawnSync(runtime.bin, promptArgs(runtime, workspace, prompt), { cwd: workspace, encoding: "utf8", timeout: 90_000 });
     const said = String(run.stdout ?? "").split("\n");
     const fix = "run tasks only where the runtime's jail holds; a linked machine declines them otherwise";
     if (said.includes(`read ${CONFIG}`)) return { name, ok: false, detail: `a run reads ${CONFIG}`, fix };

@@ -173,21 +173,14 @@ async function outsideTheView(node, made) {
  * one does by working there), and from a job's jail no process outside it (the door, the login
  * broker) can be signalled. What is wrong, as lines. */
 async function namedByTheWorker(node) {
-  const wrong = [];
-  const ran = [];
-  let said = "";
-  for (const dir of cfg.own_dirs) {
-    if (!fs.existsSync(dir)) {
-      wrong.push(`${dir}, one of the box's own folders, is missing`);
-      continue;
-    }
-    // Refused before any git runs, or git ran there (whatever it then said).
-    const r = await run(tool("door"), ["call", "git", "status", "--short"], { cwd: dir, env: { PATH: cfg.path, HOME } });
-    if (r.code === 70 && r.err.includes("is no folder the box keeps")) continue;
-    ran.push(dir);
-    said ||= `exit ${r.code}: ${short(r.err || r.out, 60)}`;
-  }
-  if (ran.length) wrong.push(`the worker's git ran in ${ran.join(", ")}, the box's own folders (${said})`);
+  const dirs = cfg.own_dirs.filter((dir) => fs.existsSync(dir));
+  const wrong = cfg.own_dirs.filter((dir) => !dirs.includes(dir)).map((dir) => `${dir}, one of the box's own folders, is missing`);
+  // One call from each folder, side by side (the door takes them so): refused before any git
+  // runs, or git ran there (whatever it then said).
+  const calls = await Promise.all(dirs.map((dir) => run(tool("door"), ["call", "git", "status", "--short"], { cwd: dir, env: { PATH: cfg.path, HOME } })));
+  const ran = dirs.filter((_, i) => calls[i].code !== 70 || !calls[i].err.includes("is no folder the box keeps"));
+  const first = calls[dirs.indexOf(ran[0])];
+  if (ran.length) wrong.push(`the worker's git ran in ${ran.join(", ")}, the box's own folders (exit ${first.code}: ${short(first.err || first.out, 60)})`);
   const outside = processes((a) => (a[0] === tool("door") && a[1] === "serve") || a.includes(cfg.broker.program)).map(([pid]) => pid);
   const tried = outside.map((pid) => `kill -0 ${pid} 2>/dev/null && echo "signalled ${pid}"`).join("; ");
   const r = await run(...inAJobsJail(node, "/bin/bash", "-c", `${tried || ":"}; echo tried`));
@@ -253,8 +246,8 @@ export async function workerView() {
   // The view started the door and the broker, if no one had.
   const outside = await outsideTheView(node, MADE_VIEW);
   const outsideCurlrc = outside.curlrc;
-  const named = await namedByTheWorker(node);
-  const owners = await ownersShell(MADE_VIEW);
+  // Neither touches what the other looks at: side by side.
+  const [named, owners] = await Promise.all([namedByTheWorker(node), ownersShell(MADE_VIEW)]);
   const lines = r.out.split("\n").filter(Boolean);
   const said = (kind) => lines.filter((l) => l.startsWith(`${kind} `)).map((l) => l.slice(kind.length + 1));
   const seen = Number(said("stand-ins")[0] || 0);

@@ -27,14 +27,14 @@ GOALS = {
     "warm": 15.0,
     "check": 10.0,
     "check_starts": 8.0,  # the whole check over a bare walled start of the same box, side by side
-    "start": 1.5,  # `box start` until the worker process runs (it was 1.0 s before the door and broker)
+    "start": 1.0,  # `box start` until the worker process runs
     "help": 0.3,
     "job": 20.0,
     "jail": 1.2,  # the jailed job's median over the unjailed one's
     "hands": 1.2,  # the worker's jailed git and forge steps over the plain ones
     "v4hook": 1.1,  # the same on a v4 hook job, whose compile outweighs the calls' own cost
     "commands": 1.1,  # a job's own npm and forge command in its jail over the same without it
-    "net": 0.1,  # a job's jail with its own network, an empty run start to end
+    "net": 0.05,  # a job's jail with its own network, an empty run start to end
     "door": 0.010,  # a call through the door over the same call as the worker made it before the door
     "broker": 0.005,  # a request through the login broker over the same request straight to Anthropic
 }

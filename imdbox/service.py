@@ -109,9 +109,11 @@ def _create_and_start(eng: Engine) -> None:
         if exc.status_code == 409 and engine.box_container_soon(eng) is not None:
             return _join(eng)  # the name is taken by a box another `box start` made a moment ago
         raise
-    ui.step(f"starting the box {eng.cfg.container} (restarts with Docker: unless-stopped)")
     try:
         container.start()
+        # Said once the engine has it: the first line loads rich (0.1 s), which then overlaps
+        # the box's own start instead of delaying it.
+        ui.step(f"starting the box {eng.cfg.container} (restarts with Docker: unless-stopped)")
         started, logs = startup.wait_started(container)
     except docker.errors.NotFound:
         raise BoxError(

@@ -47,6 +47,80 @@ done
 "$IPTABLES" -w -S >/dev/null 2>&1 \
   || die "cannot read the IPv4 rules: the box needs NET_ADMIN (run it with 'box', which grants it)"
 
+# --- IPv6: nothing but loopback, in every chain --------------------------------
+V6=(
+  "-P INPUT DROP"
+  "-P FORWARD DROP"
+  "-P OUTPUT DROP"
+  "-A INPUT -i lo -j ACCEPT"
+  "-A INPUT $REJECT_V6"
+  "-A FORWARD $REJECT_V6"
+  "-A OUTPUT -o lo -j ACCEPT"
+  # The kernel's own router solicitations, neighbour solicitations and multicast-listener
+  # reports (no job can send these: they need a raw socket), refused by rules of their own,
+  # so that the last rule's counter holds only attempts (`box status`).
+  "-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type 133 $REJECT_V6"
+  "-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type 135 $REJECT_V6"
+  "-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type 143 $REJECT_V6"
+  "-A OUTPUT $REJECT_V6"
+)
+
+apply() { # apply TOOL RULE...: the filter table becomes exactly these rules, in one transaction
+  # TOOL-restore replaces the whole table (its rules and user chains) at once, or, on any
+  # error, changes nothing (the box then stops here); one process, not one per rule.
+  # The rules are in `iptables -S` form: -P policies, then -A rules. Every address in one
+  # passed ipv4_addrs or the OCTET check, so no rule holds a newline: none can add a
+  # line of its own (another table, a COMMIT) to what TOOL-restore reads.
+  local tool=$1; shift
+  local input rule chain policy out line
+  input="*filter"
+  for rule in "$@"; do
+    case $rule in
+      "-P "*) read -r _ chain policy <<<"$rule"; input+=$'\n'":$chain $policy [0:0]" ;;
+      "-A "*) ;;
+      *) die "$tool: not a rule this script writes: $rule" ;;
+    esac
+  done
+  for rule in "$@"; do
+    if [[ $rule == "-A "* ]]; then input+=$'\n'"$rule"; fi
+  done
+  input+=$'\n'"COMMIT"
+  if ! out=$("$tool-restore" -w 2>&1 <<<"$input"); then
+    # Its first line says what is wrong; the line it names is the rule, unless the kernel
+    # refused the whole table at COMMIT (nf_tables checks a rule's target only there).
+    line=$(sed -n 's/^Error occurred at line: \([0-9]*\)$/\1/p' <<<"$out")
+    rule=$(if [ -n "$line" ]; then sed -n "${line}p" <<<"$input"; fi)
+    [ "$rule" != COMMIT ] || rule=""
+    die "$tool: the rules did not apply: $(head -1 <<<"$out")${rule:+ (at: $rule)}"
+  fi
+}
+
+verify() { # verify TOOL RULE...: the table must read back as exactly these rules, in order
+  local tool=$1; shift
+  local want got
+  want=$(printf '%s\n' "$@")
+  got=$("$tool" -w -S) || die "$tool: cannot read the rules back"
+  if [ "$want" != "$got" ]; then
+    say "$tool rules differ from what was set:"
+    diff <(echo "$want") <(echo "$got") >&2 || true
+    die "$tool: rules did not read back"
+  fi
+}
+
+# IPv6 policies go first: from the first IPv4 change on, no path may stay open. They are set and
+# read back while the IPv4 rules are learnt below (which changes no rule): 20 ms of each start.
+v6=""
+if [ -e /proc/net/if_inet6 ]; then
+  {
+    apply "$IP6TABLES" "${V6[@]}"
+    verify "$IP6TABLES" "${V6[@]}"
+  } &
+  v6=$!
+  v6_note="IPv6 ${#V6[@]} rules"
+else
+  v6_note="IPv6 absent from this kernel"
+fi
+
 mapfile -t RESOLVERS < <(awk '$1 == "nameserver" {print $2}' /etc/resolv.conf | ipv4_addrs | sort -u)
 # Every next hop in the routing table: on Docker Desktop that is the Mac's VM.
 mapfile -t GATEWAYS < <(ip -4 route show table all | awk '{for (i = 1; i < NF; i++) if ($i == "via") print $(i + 1)}' | ipv4_addrs | sort -u)
@@ -91,74 +165,8 @@ for net in "${BLOCKED_V4[@]}"; do
 done
 V4+=("-A OUTPUT -j ACCEPT")
 
-# --- IPv6: nothing but loopback, in every chain --------------------------------
-V6=(
-  "-P INPUT DROP"
-  "-P FORWARD DROP"
-  "-P OUTPUT DROP"
-  "-A INPUT -i lo -j ACCEPT"
-  "-A INPUT $REJECT_V6"
-  "-A FORWARD $REJECT_V6"
-  "-A OUTPUT -o lo -j ACCEPT"
-  # The kernel's own router solicitations, neighbour solicitations and multicast-listener
-  # reports (no job can send these: they need a raw socket), refused by rules of their own,
-  # so that the last rule's counter holds only attempts (`box status`).
-  "-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type 133 $REJECT_V6"
-  "-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type 135 $REJECT_V6"
-  "-A OUTPUT -p ipv6-icmp -m icmp6 --icmpv6-type 143 $REJECT_V6"
-  "-A OUTPUT $REJECT_V6"
-)
-
-apply() { # apply TOOL RULE...: the filter table becomes exactly these rules, in one transaction
-  # TOOL-restore replaces the whole table (its rules and user chains) at once, or, on any
-  # error, changes nothing (the box then stops here); one process, not one per rule.
-  # The rules are in `iptables -S` form: -P policies, then -A rules. Every address in one
-  # passed ipv4_addrs or the OCTET check above, so no rule holds a newline: none can add a
-  # line of its own (another table, a COMMIT) to what TOOL-restore reads.
-  local tool=$1; shift
-  local input rule chain policy out line
-  input="*filter"
-  for rule in "$@"; do
-    case $rule in
-      "-P "*) read -r _ chain policy <<<"$rule"; input+=$'\n'":$chain $policy [0:0]" ;;
-      "-A "*) ;;
-      *) die "$tool: not a rule this script writes: $rule" ;;
-    esac
-  done
-  for rule in "$@"; do
-    if [[ $rule == "-A "* ]]; then input+=$'\n'"$rule"; fi
-  done
-  input+=$'\n'"COMMIT"
-  if ! out=$("$tool-restore" -w 2>&1 <<<"$input"); then
-    # Its first line says what is wrong; the line it names is the rule, unless the kernel
-    # refused the whole table at COMMIT (nf_tables checks a rule's target only there).
-    line=$(sed -n 's/^Error occurred at line: \([0-9]*\)$/\1/p' <<<"$out")
-    rule=$(if [ -n "$line" ]; then sed -n "${line}p" <<<"$input"; fi)
-    [ "$rule" != COMMIT ] || rule=""
-    die "$tool: the rules did not apply: $(head -1 <<<"$out")${rule:+ (at: $rule)}"
-  fi
-}
-
-verify() { # verify TOOL RULE...: the table must read back as exactly these rules, in order
-  local tool=$1; shift
-  local want got
-  want=$(printf '%s\n' "$@")
-  got=$("$tool" -w -S) || die "$tool: cannot read the rules back"
-  if [ "$want" != "$got" ]; then
-    say "$tool rules differ from what was set:"
-    diff <(echo "$want") <(echo "$got") >&2 || true
-    die "$tool: rules did not read back"
-  fi
-}
-
-# IPv6 policies go first: from the first IPv4 change on, no path may stay open.
-if [ -e /proc/net/if_inet6 ]; then
-  apply "$IP6TABLES" "${V6[@]}"
-  verify "$IP6TABLES" "${V6[@]}"
-  v6_note="IPv6 ${#V6[@]} rules"
-else
-  v6_note="IPv6 absent from this kernel"
-fi
+# What failed in IPv6 said so in its own line.
+[ -z "$v6" ] || wait "$v6" || exit 1
 apply "$IPTABLES" "${V4[@]}"
 verify "$IPTABLES" "${V4[@]}"
 

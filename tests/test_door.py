@@ -277,9 +277,10 @@ def test_a_door_that_dies_starts_again(box):
 # (its own program in its home). Node cannot send descriptors, so it is C, built by this
 # machine's gcc (the image has none; static, so no libc of this machine's is needed in the box).
 SLOW_SENDERS_C = r"""
-/* slow N SECONDS SOCKET: N callers of the door at SOCKET, each sending a call's header at once
+/* slow N SECONDS SOCKET DONE: N callers of the door at SOCKET, each sending a call's header at once
  * (its length, 1 MiB, and three descriptors), then one byte every 4 s; a caller the door lets go
- * calls again at once. Prints "callers K", those connected at the end. */
+ * calls again at once. It ends after SECONDS, or once the file DONE is there. Prints "callers K",
+ * the most connected at once. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
@@ -325,13 +326,13 @@ static int caller(const char *path) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) return 64;
-    int n = atoi(argv[1]), open = 0;
+    if (argc != 5) return 64;
+    int n = atoi(argv[1]), open = 0, most = 0;
     long end = now() + atol(argv[2]) * 1000;
     struct pollfd *p = calloc((size_t)n, sizeof *p);
     long *next = calloc((size_t)n, sizeof *next);
     for (int i = 0; i < n; i++) p[i].fd = -1;
-    while (now() < end) {
+    while (now() < end && access(argv[4], F_OK) != 0) {
         open = 0;
         for (int i = 0; i < n; i++) {
             if (p[i].fd < 0) {
@@ -347,6 +348,7 @@ int main(int argc, char **argv) {
             }
             open += p[i].fd >= 0;
         }
+        if (open > most) most = open;
         if (poll(p, (nfds_t)n, 100) > 0)
             for (int i = 0; i < n; i++)
                 if (p[i].fd >= 0 && p[i].revents) {
@@ -354,11 +356,14 @@ int main(int argc, char **argv) {
                     p[i].fd = -1;
                 }
     }
-    printf("callers %d\n", open);
+    printf("callers %d\n", most);
     return 0;
 }
 """
 SLOW_SENDERS = f"{HOME}/imdt-slow-senders"
+# Made once the probes are done: the flood ends there, not at FLOOD_SECONDS (the good door's
+# probes take some 15 s of the 60).
+FLOOD_DONE = f"{HOME}/imdt-slow-senders.done"
 # The door's call slots (door.c MAX_CALLS), its queue (listen's 64) full, and more waiting for room.
 CALLERS = 400
 FLOOD_SECONDS = 60  # past every probe, the twin's timeouts too
@@ -397,7 +402,7 @@ def held_up_by_slow_senders(client, image, topology, volume, folder: Path) -> li
         space = jobs.workspace()
         assert as_imd(box, in_view(f"mkdir -p {space} && git --version"))[0] == 0  # the door is up
         flood: dict = {}
-        script = f"{SLOW_SENDERS} {CALLERS} {FLOOD_SECONDS} {layout.DOOR_DIR}/door.sock"
+        script = f"rm -f {FLOOD_DONE}; {SLOW_SENDERS} {CALLERS} {FLOOD_SECONDS} {layout.DOOR_DIR}/door.sock {FLOOD_DONE}"
         senders = threading.Thread(target=lambda: flood.update(out=as_imd(box, in_view(script), timeout=90)))
         senders.start()
         probes = [
@@ -406,7 +411,7 @@ def held_up_by_slow_senders(client, image, topology, volume, folder: Path) -> li
             timed("view", 10, f"{layout.WORKER_VIEW} /bin/true"),
             timed("call", 20, f"{layout.WORKER_VIEW} /bin/bash -c {shlex.quote(f'cd {space} && git --version')}"),
         ]
-        code, out = as_imd(box, "; ".join(probes), timeout=60)
+        code, out = as_imd(box, "; ".join(probes) + f"; touch {FLOOD_DONE}", timeout=60)
         senders.join(90)
     finally:
         box.remove(force=True)

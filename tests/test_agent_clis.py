@@ -15,16 +15,16 @@ import shlex
 
 import pytest
 
-from imdbox import layout, names
-from imdbox.check.runner import CLAUDE_SETTINGS, run_check
+from imdbox.check.runner import run_check
 from tests.harness import agents as agents_mod
 from tests.harness import boxes, jobs
-from tests.test_check import TEST_TARGETS, jail_with, patched_image, script_with, show
+from tests.harness.checks import TEST_TARGETS, show
+from tests.harness.claude_settings import MANAGED, managed_with
+from tests.harness.twins import UNDEFENDED_LAUNCHER, jail_with, patched_image
 
 # In a parallel run (-n) one worker runs every test of the installed CLIs: one install serves them.
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[1])]
 
-MANAGED = json.loads((names.REPO_ROOT / "image" / "claude-code" / "managed-settings.json").read_text())
 DEBUG_LOG = "/tmp/claude-debug.log"
 # The real Claude Code, unsigned in: `-p` prints its init line (with "sandbox_enabled")
 # and a "Not logged in" answer, without asking any server (nor, OFFLINE, trying to).
@@ -90,12 +90,6 @@ def test_breaking_twin_without_the_managed_file_claude_runs_unsandboxed(docker_c
     assert "destination 'policySettings'" not in logs, logs
 
 
-def managed_with(**sandbox) -> dict:
-    settings = json.loads(json.dumps(MANAGED))
-    settings["sandbox"].update(sandbox)
-    return {CLAUDE_SETTINGS: (json.dumps(settings).encode(), 0o644)}
-
-
 def test_claude_refuses_to_start_when_the_sandbox_cannot(docker_client, box_image, topology, agents):
     # The managed file names a bwrap that is not there: the sandbox cannot start.
     no_bwrap = managed_with(bwrapPath="/usr/bin/imdt-no-bwrap")
@@ -134,13 +128,7 @@ HIDE_WORKSPACE = (
 
 
 # Line 16 where Claude Code is installed: a job's repository names a hook and a helper command
-# in its project settings. The twin (and tests/test_job_repository.py's): the launcher passing
-# the worker's argv on as it is, without its defence.
-UNDEFENDED_LAUNCHER = script_with(
-    "worker/claude", layout.CLAUDE_JAIL, ('exec "$JAIL" claude "$@" "${more[@]}"', 'exec "$JAIL" claude "$@"')
-)
-
-
+# in its project settings; its twin is UNDEFENDED_LAUNCHER (tests/harness/twins.py).
 @pytest.mark.parametrize(
     "broken",
     [None, "login-network", "workspace", "launcher"],

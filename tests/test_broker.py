@@ -14,7 +14,6 @@ broker), where the same step reads the owner's login.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shlex
 
@@ -35,33 +34,17 @@ def world():
     return login.certificates()
 
 
-@contextlib.contextmanager
-def boxed(docker_client, box_image, topology, agents, tmp_path_factory, world, env=None):
-    """A box of the test world on the CLIs' volume; the owner's login a test planted (owned)
-    goes with it, as the volume is the other tests' too."""
-    ca, _ = world
-    folder = tmp_path_factory.mktemp("ca")
-    with login.walled(docker_client, box_image, topology, volume=agents, folder=folder, ca=ca, env=env) as box:
-        try:
-            yield box
-        finally:
-            as_imd(box, f"rm -f {login.LOGIN}")
-
-
-def owned(box, text: str) -> None:
-    """The owner's login in the box, as `claude` left it; the volume is the other tests' too."""
-    jobs.seed(box, {login.LOGIN: text})
-
-
 @pytest.fixture(scope="module")
 def box(docker_client, box_image, topology, agents, tmp_path_factory, world):
-    with boxed(docker_client, box_image, topology, agents, tmp_path_factory, world) as container:
+    with login.boxed(docker_client, box_image, topology, agents, tmp_path_factory, world) as container:
         yield container
 
 
 @pytest.fixture(scope="module")
 def twin_box(docker_client, box_image, topology, agents, tmp_path_factory, world):
-    with boxed(docker_client, box_image, topology, agents, tmp_path_factory, world, login.IN_THE_JAIL) as container:
+    with login.boxed(
+        docker_client, box_image, topology, agents, tmp_path_factory, world, login.IN_THE_JAIL
+    ) as container:
         yield container
 
 
@@ -76,7 +59,7 @@ LOOK = (
 
 def test_a_job_gets_done_and_its_jail_holds_a_sentinel(docker_client, box_image, box, world):
     _, tls = world
-    owned(box, login.owner_login())
+    login.owned(box, login.owner_login())
     steps = [[jobs.bash("echo the-job-ran")]]
     run = jobs.play(docker_client, box_image, box, steps, view=True, login=login.anthropic(tls))
     assert run.code == 0 and run.result(0, 0)["text"].strip() == "the-job-ran", run
@@ -95,7 +78,7 @@ def test_a_job_gets_done_and_its_jail_holds_a_sentinel(docker_client, box_image,
 
 
 def test_twin_the_login_in_the_jail(twin_box):
-    owned(twin_box, login.owner_login())
+    login.owned(twin_box, login.owner_login())
     code, seen = jobs.in_jail(twin_box, LOOK)
     assert code == 0, seen
     assert login.ACCESS in seen and login.REFRESH in seen, seen[:2000]
@@ -118,7 +101,7 @@ def claude_runs(box, count: int) -> tuple[int, str]:
 
 def test_eight_jobs_at_once_make_one_refresh(docker_client, box_image, box, world):
     _, tls = world
-    owned(box, login.owner_login(expires_in=-60))  # expired: the first request wants a refresh
+    login.owned(box, login.owner_login(expires_in=-60))  # expired: the first request wants a refresh
     with jobs.model(docker_client, box_image, box, [], login=login.anthropic(tls)) as (_, model):
         code, out = claude_runs(box, 8)
         said = jobs.heard(model)
@@ -138,7 +121,7 @@ def test_eight_jobs_at_once_make_one_refresh(docker_client, box_image, box, worl
 
 def test_an_upstream_401_gets_one_refresh_and_one_retry(docker_client, box_image, box, world):
     _, tls = world
-    owned(box, login.owner_login())
+    login.owned(box, login.owner_login())
     steps = [[jobs.bash("echo after-the-401")]]
     run = jobs.play(docker_client, box_image, box, steps, view=True, login=login.anthropic(tls, {"expired": 1}))
     assert run.code == 0 and run.result(0, 0)["text"].strip() == "after-the-401", run
@@ -147,7 +130,7 @@ def test_an_upstream_401_gets_one_refresh_and_one_retry(docker_client, box_image
 
 def test_a_refused_refresh_fails_the_job_and_says_so(docker_client, box_image, box, world):
     _, tls = world
-    owned(box, login.owner_login(expires_in=-60))
+    login.owned(box, login.owner_login(expires_in=-60))
     # Anthropic refuses the expired token, and every refresh of it.
     refused = login.anthropic(tls, {"invalid_grant": True, "expired": 100})
     run = jobs.play(docker_client, box_image, box, [], view=True, login=refused)
@@ -162,7 +145,7 @@ def test_a_refresh_that_got_no_answer_is_asked_again_later(docker_client, box_im
     # The token endpoint answers 503: the job goes on with the token it has (Anthropic still
     # takes it here), the broker says so and that it asks again; it does not ask on every request.
     _, tls = world
-    owned(box, login.owner_login(expires_in=-60))
+    login.owned(box, login.owner_login(expires_in=-60))
     steps = [[jobs.bash("echo still-working")]]
     run = jobs.play(docker_client, box_image, box, steps, view=True, login=login.anthropic(tls, {"token_down": 1}))
     assert run.code == 0 and run.result(0, 0)["text"].strip() == "still-working", run
@@ -170,12 +153,6 @@ def test_a_refresh_that_got_no_answer_is_asked_again_later(docker_client, box_im
     _, status = as_imd(box, f"{layout.BROKER_ASK} status")
     problem = json.loads(status)["problem"]
     assert "could not be refreshed (503 temporarily_unavailable): the broker asks again within a minute" in problem
-
-
-SENTINEL_OF_THE_JAIL = (
-    'sed -E \'s/.*"accessToken":"([^"]*)".*"refreshToken":"([^"]*)".*/access=\\1 refresh=\\2/\' '
-    "~/.claude/.credentials.json; echo"
-)
 
 
 def to_anthropic(url: str, token: str, *more: str) -> str:
@@ -194,11 +171,11 @@ BROKERED = ("-x", PROXY, "--cacert", f"{layout.BROKER_DIR}/trust.pem")
 
 def test_a_sentinel_serves_its_own_run_alone(docker_client, box_image, box, world):
     _, tls = world
-    owned(box, login.owner_login())
+    login.owned(box, login.owner_login())
     profile = "https://api.anthropic.com/api/oauth/profile"
     refresh_body = '\'{"grant_type":"refresh_token","refresh_token":"\'$refresh\'"}\''
     script = (
-        f"eval $({SENTINEL_OF_THE_JAIL}); echo access=$access; "
+        f"eval $({login.SENTINEL_OF_THE_JAIL}); echo access=$access; "
         # The run's own: the profile, and Claude Code's own refresh, with the sentinel.
         f"{to_anthropic(profile, '$access')}; "
         f"{to_anthropic('https://platform.claude.com/v1/oauth/token', '$access', '-H content-type:application/json', '--data', refresh_body)}"
@@ -228,7 +205,7 @@ def test_a_command_in_claudes_sandbox_cannot_use_it(docker_client, box_image, bo
     # The job's own loopback is its commands' too (their servers meet there), so a command
     # reaches the broker: it has no sentinel to show, as Claude's sandbox hides the login's file.
     _, tls = world
-    owned(box, login.owner_login())
+    login.owned(box, login.owner_login())
     # The login's path spelled so that Claude Code's own rules (which deny reading ~/.claude)
     # let the command run: its sandbox is what is tried.
     command = (
@@ -250,14 +227,14 @@ def test_a_command_in_claudes_sandbox_cannot_use_it(docker_client, box_image, bo
 
 def test_the_broker_forwards_every_byte_but_the_token(docker_client, box_image, box, world):
     _, tls = world
-    owned(box, login.owner_login())
+    login.owned(box, login.owner_login())
     body = json.dumps({"model": "claude-imdt", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]})
     headers = (
         "-H 'anthropic-beta: oauth-2025-04-20' -H 'anthropic-version: 2023-06-01' -H 'content-type: application/json'"
     )
     url = "'https://api.anthropic.com/v1/messages?beta=true'"
     send = f"curl -sS --max-time 10 --http1.1 {headers} --data-binary {shlex.quote(body)} -o /dev/null -w ' status=%{{http_code}}'"
-    script = f'eval $({SENTINEL_OF_THE_JAIL}); {send} -H "Authorization: Bearer $access" {url}; echo'
+    script = f'eval $({login.SENTINEL_OF_THE_JAIL}); {send} -H "Authorization: Bearer $access" {url}; echo'
     with jobs.model(docker_client, box_image, box, [], login=login.anthropic(tls)) as (_, model):
         brokered = jobs.in_jail(box, script)
         # The same request straight to Anthropic, from the box, with the owner's token.
@@ -270,12 +247,10 @@ def test_the_broker_forwards_every_byte_but_the_token(docker_client, box_image, 
 
 
 def test_the_workers_view_shows_a_login_the_broker_refuses(box):
-    owned(box, login.owner_login())
+    login.owned(box, login.owner_login())
     profile = "https://api.anthropic.com/api/oauth/profile"
     # -k: the view trusts the box's CAs alone, not the broker's (a job's jail does).
-    script = (
-        f"eval $({SENTINEL_OF_THE_JAIL}); echo access=$access; {to_anthropic(profile, '$access', '-x', PROXY, '-k')}"
-    )
+    script = f"eval $({login.SENTINEL_OF_THE_JAIL}); echo access=$access; {to_anthropic(profile, '$access', '-x', PROXY, '-k')}"
     code, out = as_imd(box, jobs.boxes.in_view(script))
     assert code == 0 and "access=sk-ant-oat01-imd-box-sentinel-" in out, out
     assert out.strip().endswith("status=401") and login.ACCESS not in out, out
@@ -289,7 +264,7 @@ def test_the_owners_claude_in_box_shell_refreshes_through_the_broker(docker_clie
     # The owner's own Claude Code, in `box shell` of the running box (its environment:
     # broker.SHELL_ENV), with the login itself, expired: its refresh is the broker's one.
     _, tls = world
-    owned(box, login.owner_login(expires_in=-60))
+    login.owned(box, login.owner_login(expires_in=-60))
     # The owner's curl in box shell, with nothing but its environment, as a copy of Claude Code
     # that still holds the old refresh token.
     stale = (

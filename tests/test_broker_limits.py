@@ -25,8 +25,7 @@ from imdbox import layout
 from tests.harness import agents as agents_mod
 from tests.harness import jobs, login
 from tests.harness.boxes import as_imd
-from tests.test_broker import SENTINEL_OF_THE_JAIL, boxed, owned
-from tests.test_check import patched_image, script_with
+from tests.harness.twins import patched_image, script_with
 
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[1])]
 
@@ -54,7 +53,7 @@ MESSAGE = json.dumps({"model": "claude-imdt", "max_tokens": 1, "messages": [{"ro
 
 def with_sentinel(*commands: str) -> str:
     """A script for a run's jail: its sentinel in $access, then `commands`, each a line's output."""
-    return f"eval $({SENTINEL_OF_THE_JAIL}); " + "; ".join(f"{c}; echo" for c in commands)
+    return f"eval $({login.SENTINEL_OF_THE_JAIL}); " + "; ".join(f"{c}; echo" for c in commands)
 
 
 def curl(url: str, *more: str) -> str:
@@ -81,7 +80,7 @@ def broker_peak(box) -> int:
 
 def three_big_bodies(docker_client, image, box, tls) -> tuple[str, int]:
     """What the job saw (the profile's status, then each body's), and the broker's peak in MiB."""
-    owned(box, login.owner_login())
+    login.owned(box, login.owner_login())
     with jobs.model(docker_client, image, box, [], login=login.anthropic(tls)):
         code, out = jobs.in_jail(box, with_sentinel(f"{BIG} {MEANWHILE}"), timeout=180)
     assert code == 0, out
@@ -92,7 +91,7 @@ def loop_of_401s(docker_client, image, box, tls) -> tuple[str, list]:
     """Five profiles, then ten messages, a job asks while Anthropic answers each 401 (the owner's
     access token is one it refuses, and every message gets 401 even so): their statuses and the
     refreshes Anthropic was asked for."""
-    owned(box, login.owner_login(access="sk-ant-oat01-imdt-refused"))
+    login.owned(box, login.owner_login(access="sk-ant-oat01-imdt-refused"))
     profile = curl(f"{API}/api/oauth/profile", "-o /dev/null")
     post = curl(f"{API}/v1/messages", "-o /dev/null -H content-type:application/json", f"--data '{MESSAGE}'")
     loops = with_sentinel(f"for i in $(seq 5); do {profile}; echo; done", f"for i in $(seq 10); do {post}; echo; done")
@@ -109,7 +108,7 @@ OUTSIDE = "/api/imdt-outside-the-list"
 def hostile_requests(docker_client, image, box, tls) -> tuple[str, list]:
     """A job's requests with its sentinel: its own Host and other credentials beside it, an
     absolute-form target and a path not on the list (twice). What it saw, and what Anthropic got."""
-    owned(box, login.owner_login())
+    login.owned(box, login.owner_login())
     profile = f"{API}/api/oauth/profile"
     script = with_sentinel(
         "echo headers:; " + curl(profile, "-o /dev/null", "-H 'Host: 127.0.0.1:7777'", "-H 'X-Api-KEY: imdt-job-key'",
@@ -138,7 +137,7 @@ def world():
 
 @pytest.fixture(scope="module")
 def box(docker_client, box_image, topology, agents, tmp_path_factory, world):
-    with boxed(docker_client, box_image, topology, agents, tmp_path_factory, world) as container:
+    with login.boxed(docker_client, box_image, topology, agents, tmp_path_factory, world) as container:
         yield container
 
 
@@ -146,7 +145,7 @@ def box(docker_client, box_image, topology, agents, tmp_path_factory, world):
 def twin(docker_client, box_image, topology, agents, tmp_path_factory, world):
     with (
         patched_image(docker_client, box_image, TWIN) as image,
-        boxed(docker_client, image, topology, agents, tmp_path_factory, world) as container,
+        login.boxed(docker_client, image, topology, agents, tmp_path_factory, world) as container,
     ):
         yield image, container
 
@@ -215,7 +214,7 @@ def test_the_real_claude_code_asks_the_listed_paths_alone(docker_client, box_ima
     # starts it: with its nonessential traffic (the worker does not turn it off), every request
     # it makes with its run's login is one the broker lends the login to. A new release that
     # calls a new path fails here first, named.
-    owned(box, login.owner_login())
+    login.owned(box, login.owner_login())
     steps = [[jobs.bash("echo ran")], [jobs.tool("WebFetch", url="https://imdt.example.com/", prompt="what")]]
     nonessential = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": ""}
     run = jobs.play(docker_client, box_image, box, steps, view=True, login=login.anthropic(world[1]), env=nonessential)

@@ -20,8 +20,6 @@ import socket
 import subprocess
 import tarfile
 import time
-import uuid
-from pathlib import Path
 from typing import Optional
 
 import pytest
@@ -35,6 +33,16 @@ from imdbox.check.walls import WALLS
 from imdbox.runflags import HOST_ADDRS_ENV
 from tests.harness import boxes, login
 from tests.harness import topology as topology_mod
+from tests.harness.checks import TEST_TARGETS, show
+from tests.harness.claude_settings import MANAGED
+from tests.harness.twins import (
+    JAIL_IN_NO_DOMAIN,
+    PLACES_IN_THE_BOXS_FOLDERS,
+    door_with,
+    jail_with,
+    patched_image,
+    script_with,
+)
 
 # In a parallel run (-n) its checks spread over the workers, each making the module's fixtures
 # (a volume) for its share: one worker's were its long pole. The lines of the healthy report
@@ -48,10 +56,6 @@ AS_IMD = layout.AS_IMD
 BROWSER_DIR = "/usr/local/lib/imd-box/browser"
 REJECT = "-j REJECT --reject-with icmp-admin-prohibited"
 ALL = {w.id for w in WALLS}
-CMD = [layout.WORKER_VIEW, "/usr/local/lib/imd-box/worker/run.sh"]  # the image's own CMD, kept in a patched copy
-
-# The harness's listeners (tests/harness/topology.py); nothing else is ever aimed at.
-TEST_TARGETS = topology_mod.check_targets()
 
 
 def browser_in_image(client, image: str) -> bool:
@@ -128,10 +132,6 @@ def asked(report: Report) -> set:
     return set(report.probe_ms) or ALL
 
 
-def show(report: Report) -> str:
-    return "\n".join(f"{r.number:2} {'ok  ' if r.ok else 'FAIL'} {r.id}: {r.detail}" for r in report.results)
-
-
 def expect_failed(report: Report, expected: set, has_browser: bool, browser_fails: bool = False) -> None:
     """Exactly these lines FAIL, of those the probe ran. Line 15 runs the image's own browser check:
     when the image has none it always says FAIL (missing) and is left out; `browser_fails` when the
@@ -146,40 +146,7 @@ def expect_failed(report: Report, expected: set, has_browser: bool, browser_fail
 
 
 # ---------------------------------------------------------------- helpers that break one wall
-
-
-def put_files(container, files: dict) -> None:
-    """Put files (path: bytes, or path: (bytes, mode); 0755 by default) into a created container."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for path, data in files.items():
-            data, mode = data if isinstance(data, tuple) else (data, 0o755)
-            info = tarfile.TarInfo(path.lstrip("/"))
-            info.size = len(data)
-            info.mode = mode
-            tar.addfile(info, io.BytesIO(data))
-    buf.seek(0)
-    assert container.put_archive("/", buf.getvalue())
-
-
-@contextlib.contextmanager
-def patched_image(client, image: str, files: dict):
-    """The box image with these files changed: a copy (create, put, commit), since a box's
-    root is read-only. Removed afterwards. No files: the image itself."""
-    if not files:
-        yield image
-        return
-    tag = uuid.uuid4().hex[:8]
-    staging = client.containers.create(image, command=["true"], labels={"imd-test": "1"})
-    try:
-        put_files(staging, files)
-        staging.commit(repository="imdt-patched", tag=tag, changes=[f"CMD {json.dumps(CMD)}"])
-    finally:
-        staging.remove(force=True)
-    try:
-        yield f"imdt-patched:{tag}"
-    finally:
-        client.images.remove(f"imdt-patched:{tag}", force=True)
+# (and tests/harness/twins.py: a copy of the image with files changed, the scripts, door and jail changed)
 
 
 def after_firewall(script: str) -> dict:
@@ -190,28 +157,6 @@ def after_firewall(script: str) -> dict:
     return {FIREWALL + ".real": real, FIREWALL: wrapper}
 
 
-def script_with(repo_path: str, box_path: str, *changes: tuple[str, str]) -> dict:
-    """One of the image's real scripts with these changes (old, new), each of one place in it."""
-    text = (ROOT / repo_path).read_text()
-    for old, new in changes:
-        assert text.count(old) == 1, f"{repo_path} has {old!r} {text.count(old)} times, not once"
-        text = text.replace(old, new)
-    return {box_path: text.encode()}
-
-
-def door_with(folder: Path, *changes: tuple[str, str]) -> dict:
-    """The door (worker/door/door.c) with these changes, built by this machine's gcc (the image
-    has none; static, so no libc of this machine's is needed in the box): a patch for
-    patched_image."""
-    source = script_with("worker/door/door.c", "door.c", *changes)["door.c"]
-    (folder / "door.c").write_bytes(source)
-    # Its header of paths (generated, worker/door/paths.h) from the repository, beside the source.
-    build = ["gcc", "-O2", "-static", "-Wall", "-Werror", f"-I{ROOT / 'worker' / 'door'}", "-o", str(folder / "door")]
-    build.append(str(folder / "door.c"))
-    subprocess.run(build, check=True)
-    return {layout.DOOR: ((folder / "door").read_bytes(), 0o755)}
-
-
 def entrypoint_with(old: str, new: str) -> dict:
     return script_with("entrypoint.sh", ENTRYPOINT, (old, new))
 
@@ -219,25 +164,6 @@ def entrypoint_with(old: str, new: str) -> dict:
 def drop_with(old: str, new: str) -> dict:
     """The privilege drop (worker/as-imd, which the entrypoint execs) with one change."""
     return script_with("worker/as-imd", AS_IMD, (old, new))
-
-
-def jail_with(*changes: tuple[str, str]) -> dict:
-    """The job's jail (worker/jail and its rooms, worker/jail.d) with these changes, each of
-    one place in one of them."""
-    parts = {"worker/jail": layout.JAIL}
-    parts |= {
-        f"worker/jail.d/{room.name}": f"{layout.JAIL_ROOMS}/{room.name}" for room in (ROOT / "worker/jail.d").iterdir()
-    }
-    texts = {path: (ROOT / path).read_text() for path in parts}
-    changed = {}
-    for old, new in changes:
-        holders = [path for path, text in texts.items() if old in text]
-        assert len(holders) == 1, f"the jail has {old!r} in {holders or 'none of its parts'}, not in one"
-        changed[holders[0]] = changed.get(holders[0], ()) + ((old, new),)
-    patched: dict = {}
-    for path, its in changed.items():
-        patched |= script_with(path, parts[path], *its)
-    return patched
 
 
 DROP = "--inh-caps=-all --ambient-caps=-all --bounding-set=-all --no-new-privs"
@@ -557,7 +483,6 @@ def test_16_device_key_and_login_kept_outside_the_denied_paths(check, has_browse
     assert "Claude login" not in detail
 
 
-MANAGED = json.loads((ROOT / "image" / "claude-code" / "managed-settings.json").read_text())
 CLAUDE_SETTINGS = "/etc/claude-code/managed-settings.json"
 
 
@@ -954,16 +879,6 @@ def test_24_a_kernel_whose_landlock_cannot_scope_signals(check, has_browser, tmp
     expect_failed(report, {"worker_view"}, has_browser)
     detail = report.by_id("worker_view").detail
     assert "this kernel's Landlock is ABI 3, and scoping signals needs ABI 6 (Linux 6.12)" in detail, detail
-
-
-# The place room as it took the box's /tmp, where the box's own folders were: any folder of
-# theirs a working directory names is a job's workspace, bound above the jail's own that hid them.
-PLACES_IN_THE_BOXS_FOLDERS = (
-    ('    "$WORK_ROOT"/*)\n', '    "$OWN_DIR"/?*)\n      workspace=$cwd\n      ;;\n    "$WORK_ROOT"/*)\n'),
-    ('jail+=("${held[@]}" --tmpfs "$OWN_DIR")', 'jail+=(--tmpfs "$OWN_DIR" "${held[@]}")'),
-)
-# A job's jail as it ran before, in no Landlock domain of its own: it shares the box's processes.
-JAIL_IN_NO_DOMAIN = (('outer=("$DOOR" scoped /usr/bin/bwrap', "outer=(/usr/bin/bwrap"),)
 
 
 def test_24_a_place_room_that_takes_the_boxs_own_folders(check, has_browser):

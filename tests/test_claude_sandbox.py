@@ -16,46 +16,23 @@ rule, or the workspace's, out of a copy of the settings.
 
 from __future__ import annotations
 
-import json
 import shlex
 
 import pytest
 
 from imdbox.check.runner import CLAUDE_SETTINGS, TOOLS
 from imdbox.layout import SANDBOX_BWRAP
-from imdbox.names import REPO_ROOT
 from tests.harness import boxes
 from tests.harness.boxes import as_imd
+from tests.harness.claude_settings import DERIVE, MANAGED
 from tests.harness.jobs import HOME, SECRETS, mark, seed
 
 # In a parallel run (-n) one worker runs this module's tests: its installs and boxes are module fixtures.
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group("claude_sandbox")]
 
-MANAGED = json.loads((REPO_ROOT / "image" / "claude-code" / "managed-settings.json").read_text())
 WORKSPACE = f"{HOME}/.identitymd/work/job-1/node-1"  # the job srt runs for: its cwd
 WORK_FILE = f"{WORKSPACE}/index.html"
 JAIL_DIR = "/tmp/imdt-jail"  # srt's settings (the box's /tmp)
-
-# The managed file's `sandbox` block as srt settings (the same mapping as probe/jail.mjs):
-# no network, the workspace writable, the file's filesystem rules, bwrap/socat/rg paths
-# and the weaker nested mode. argv: the output file, then filesystem entries to leave out
-# (the breaking twins' "copy without the rule").
-DERIVE = r"""
-const fs = require("fs");
-const [out, ...drop] = process.argv.slice(1);
-const sb = JSON.parse(fs.readFileSync(process.env.MANAGED, "utf8")).sandbox;
-const denyRead = sb.filesystem.denyRead.filter((p) => !drop.includes(p));
-const allowRead = sb.filesystem.allowRead.filter((p) => !drop.includes(p));
-// Claude Code lets a command write in its working directory, and where the file's allowWrite
-// says, which srt then binds readable too.
-const allowWrite = [".", ...(sb.filesystem.allowWrite || [])].filter((p) => !drop.includes(p));
-const jail = {
-  ...sb,
-  network: { allowedDomains: [], deniedDomains: [] },
-  filesystem: { denyWrite: [], ...sb.filesystem, allowWrite, denyRead, allowRead },
-};
-fs.writeFileSync(out, JSON.stringify(jail));
-"""
 
 
 @pytest.fixture(scope="module")

@@ -517,7 +517,7 @@ def test_what_the_box_writes_reaches_the_terminal_as_escapes(bx):
     # A hostile `claude` (a release of it, in its package: the jail runs nothing else) answers
     # --version with every class of control sequence, and the worker puts that answer in its log
     # (its runtimes line) and in the doctor's. None reaches box's output as a control character.
-    from tests.test_terminal_unit import CONTROL, HOSTILE
+    from tests.harness.hostile_text import CONTROL, HOSTILE
 
     hostile = "".join(HOSTILE.values())
     claude = "/home/imd/.npm-global/bin/claude"

@@ -20,6 +20,7 @@ from imdbox.endpoint import Endpoint
 from imdbox.errors import BoxError
 from tests import fake_worker
 from tests.harness.cli import cli_env, run_box
+from tests.harness.fake_engine import REAL_HELP
 
 ROOT = names.REPO_ROOT
 COMMANDS = (
@@ -215,21 +216,6 @@ def test_box_script_makes_its_environment_then_runs(tmp_path):
     assert (venv / ".box-requirements.txt").exists()
     again = subprocess.run([str(ROOT / "box"), "--help"], env=env, capture_output=True, text=True, timeout=60)
     assert again.returncode == 0 and again.stderr == "" and "Usage: box" in again.stdout
-
-
-# The released worker's help, as its USAGE has it (build 0.1.0+47df9c68), around the lines box reads.
-REAL_HELP = """imd-box firewall: walls up and verified
-imd \u2014 IdentityMD contributor daemon (v0.1.0+47df9c68)
-
-  imd start    Connect and make this machine available for work.
-               imd service restart [--runtime claude|codex]
-Options:
-  --server <url>       control plane to join (default: https://api.imd.fun)
-  --concurrency <1-4>  how many tasks this machine runs at once
-  --runtime <id>       which agent runs tasks here: claude or codex. Default:
-                       the first of those that is installed, so a machine with
-                       both runs claude. This machine then advertises only the
-"""
 
 
 def test_the_workers_help_says_what_it_runs():

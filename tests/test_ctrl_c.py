@@ -9,12 +9,8 @@ following `box logs` never heard Ctrl-C. The tests start `box` exactly that way.
 from __future__ import annotations
 
 import io
-import os
 import random
-import signal
-import subprocess
 import sys
-import time
 import uuid
 
 import docker
@@ -25,10 +21,10 @@ from tests.fake_worker.fixtures import copy_of, volume_files
 from tests.harness import boxes
 from tests.harness.cli import BOX
 from tests.harness.image import BASE_IMAGE, CA_FILE
+from tests.harness.interrupt import GRACE, interrupt, left_after
 from tests.harness.topology import NO_HEALTHCHECK
 
 ROUNDS = 20
-GRACE = 2.0  # seconds from Ctrl-C to exit
 
 
 @pytest.fixture
@@ -52,60 +48,8 @@ def chatty_box(docker_client, box_image):
         container.remove(force=True)
 
 
-def _ignore_sigint() -> None:  # what a shell without job control does to `cmd &`
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _interrupt(argv: list[str], env: dict, until, delay: float) -> tuple[float, str]:
-    """Start `box`, wait for a line holding `until` (or, given a function, until it says
-    True), wait `delay` s, Ctrl-C it; (seconds from the signal to exit, stderr). A process
-    still running after GRACE is killed."""
-    proc = subprocess.Popen(
-        argv,
-        cwd=str(names.REPO_ROOT),
-        # PYTHONFAULTHANDLER: a box that hangs prints every thread's stack on SIGABRT (below).
-        env={**os.environ, "NO_COLOR": "1", "PYTHONFAULTHANDLER": "1", **env},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        preexec_fn=_ignore_sigint,
-    )
-    try:
-        if callable(until):
-            deadline = time.monotonic() + 60
-            while not until():
-                assert proc.poll() is None and time.monotonic() < deadline, f"{argv[3:]} ended before the moment"
-                time.sleep(0.1)
-        else:
-            for line in iter(proc.stdout.readline, b""):
-                if until.encode() in line:
-                    break
-            else:
-                raise AssertionError(f"{argv[3:]} never printed {until!r}: {proc.stderr.read().decode()[-500:]}")
-        time.sleep(delay)
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=GRACE)
-        except subprocess.TimeoutExpired:
-            # Where it was: faulthandler's stacks, as the failure's message.
-            proc.send_signal(signal.SIGABRT)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                return float("inf"), ""
-            return float("inf"), proc.stderr.read().decode(errors="replace")
-        return time.monotonic() - sent, proc.stderr.read().decode(errors="replace")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
-
-
 def _interrupt_following(argv: list[str], container: str, rng: random.Random) -> tuple[float, str]:
-    return _interrupt(argv, {"IMD_BOX_CONTAINER": container}, "tick", rng.uniform(0, 0.6))
+    return interrupt(argv, {"IMD_BOX_CONTAINER": container}, "tick", rng.uniform(0, 0.6))
 
 
 BOX_LOGS = [*BOX, "logs", "--tail", "0"]
@@ -136,15 +80,6 @@ def test_breaking_twin_without_the_fix_ctrl_c_is_lost(chatty_box):
 # ---------------------------------------------------------------- long commands
 
 
-def _left_after(find, seconds: float = 20) -> list:
-    """What `find` still sees once the engine had time to finish removing what box asked it to
-    (after a Ctrl-C, box stops waiting for that after 1.5 s)."""
-    deadline = time.monotonic() + seconds
-    while (left := find()) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    return left
-
-
 @pytest.mark.parametrize(
     "until, delay",
     [("walls up and verified", 0.0), ("downloading the worker release", 0.2), ("installing the claude CLI", 0.5)],
@@ -152,10 +87,10 @@ def _left_after(find, seconds: float = 20) -> list:
 def test_ctrl_c_during_setup_leaves_nothing_half_made(docker_client, box_image, set_up, until, delay):
     with copy_of(docker_client, box_image, set_up) as bx:  # a worker to keep unchanged
         before = volume_files(docker_client, bx, [SETTINGS, WORKER_PKG])
-        took, stderr = _interrupt([*BOX, "setup", "--no-shell"], bx.env(), until, delay)
+        took, stderr = interrupt([*BOX, "setup", "--no-shell"], bx.env(), until, delay)
         assert took < GRACE, f"`box setup` still running {GRACE} s after Ctrl-C\n{stderr[-4000:]}"
         assert "Traceback" not in stderr, stderr
-        assert _left_after(lambda: boxes.names_from(docker_client, bx.container)) == [], "a one-off box was left behind"
+        assert left_after(lambda: boxes.names_from(docker_client, bx.container)) == [], "a one-off box was left behind"
         after = volume_files(docker_client, bx, [SETTINGS, WORKER_PKG])
         assert after == before, "the settings or the installed worker changed half-way"
         r = bx.run("shell", "imd", "help")
@@ -171,9 +106,9 @@ def test_ctrl_c_during_check_leaves_no_check_box(docker_client, box_image, topol
             found = boxes.containers(docker_client, volume=env["IMD_BOX_VOLUME"])
             return any(c["State"] == "running" for c in found)
 
-        took, stderr = _interrupt([*BOX, "check", "--url", topology.url("internet")], env, check_box_running, 0.3)
+        took, stderr = interrupt([*BOX, "check", "--url", topology.url("internet")], env, check_box_running, 0.3)
         assert took < GRACE and "Traceback" not in stderr, stderr
-        left = _left_after(lambda: boxes.containers(docker_client, volume=env["IMD_BOX_VOLUME"]))
+        left = left_after(lambda: boxes.containers(docker_client, volume=env["IMD_BOX_VOLUME"]))
         assert left == [], f"the check box was left behind: {left}"
     finally:
         for c in docker_client.containers.list(all=True, filters={"volume": env["IMD_BOX_VOLUME"]}):
@@ -212,11 +147,11 @@ def own_base(docker_client):
 def test_ctrl_c_during_a_build_stops_it_and_leaves_no_build_container(docker_client, box_image, own_base):
     tag = f"imdt-ctrlc:{uuid.uuid4().hex[:8]}"
     argv = [*BOX, "build", "--base-image", own_base, "--ca-cert", CA_FILE]
-    took, stderr = _interrupt(argv, {"IMD_BOX_IMAGE": tag}, "apt-get update", 3.0)
+    took, stderr = interrupt(argv, {"IMD_BOX_IMAGE": tag}, "apt-get update", 3.0)
     assert took < GRACE and "Traceback" not in stderr, stderr
     # The engine stops the step and removes its container. A build's step containers run
     # layers on its base: on this test's own base, they are this build's.
-    left = _left_after(lambda: boxes.containers(docker_client, ancestor=own_base), 30)
+    left = left_after(lambda: boxes.containers(docker_client, ancestor=own_base), 30)
     assert not left, "a build container was left behind"
     with pytest.raises(docker.errors.ImageNotFound):
         docker_client.images.get(tag)

@@ -34,7 +34,7 @@ from tests.harness import agents as agents_mod
 from tests.harness import boxes, jobs
 from tests.harness.boxes import as_imd, in_view
 from tests.harness.jobs import HOME, SECRETS
-from tests.test_check import door_with, patched_image, put_files
+from tests.harness.twins import door_with, patched_image, put_files
 
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[0])]
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from imdbox import build, images, layout
-from tests import test_lifecycle_unit as lifecycle
-from tests.test_lifecycle_unit import FakeClient, box, one_error_line
+from tests.harness import fake_engine
+from tests.harness.fake_engine import FakeClient, box, one_error_line
 
-world = lifecycle.world  # its fixture: the fake engine, the commands' verbs stood in
+world = fake_engine.world  # its fixture: the fake engine, the commands' verbs stood in
 
 PULL, BUILD = images.pull, images.build  # the real ones: the world stands them in
 MIRROR = "http://mirror.invalid/v2"

@@ -28,11 +28,12 @@ import pytest
 from imdbox import names
 from tests.fake_worker.fixtures import FEED_URL, box_env, copy_of, pair, remove_container
 from tests.harness import boxes
+from tests.harness.cli import BOX
 from tests.harness.image import BASE_IMAGE, CA_FILE
+from tests.harness.interrupt import GRACE, interrupt, left_after
 from tests.harness.keep import kept_files
 from tests.harness.registry import push_tiny
 from tests.harness.topology import NO_HEALTHCHECK
-from tests.test_ctrl_c import BOX, GRACE, _interrupt, _left_after
 
 PKG = "/home/imd/.npm-global/lib/node_modules/@identitymd/worker"
 CLAUDE_PKG = "/home/imd/.npm-global/lib/node_modules/@anthropic-ai/claude-code"
@@ -122,7 +123,7 @@ def _our_networks(client) -> set[str]:
 def _assert_ended_cleanly(client, env, took: float, stderr: str) -> None:
     assert took < GRACE, f"box still running {GRACE} s after Ctrl-C\n{stderr[-4000:]}"
     assert stderr.strip() == "", f"not quiet: {stderr!r}"
-    assert _left_after(lambda: _oneoffs(client, env)) == [], "a one-off box was left behind"
+    assert left_after(lambda: _oneoffs(client, env)) == [], "a one-off box was left behind"
     assert _staging_left(client, env) == [], "a staging folder or half-written file was left in the volume"
 
 
@@ -162,7 +163,7 @@ def test_update_cut_short_in_each_phase_then_completes(docker_client, bx, held_i
         reference, proxy = held_image
         argv = [*BOX, "update", "--base-image", reference, "--ca-cert", CA_FILE]
         until = proxy.holding.is_set
-    took, stderr = _interrupt(argv, bx.env(**overrides), until, 0.0)
+    took, stderr = interrupt(argv, bx.env(**overrides), until, 0.0)
     _assert_ended_cleanly(docker_client, bx, took, stderr)
     assert _our_networks(docker_client) == networks
     assert _snapshot(docker_client, bx) == before
@@ -181,7 +182,7 @@ def test_update_cut_short_in_each_phase_then_completes(docker_client, bx, held_i
 def test_setup_cut_short_during_the_download_changes_nothing(docker_client, bx):
     before = _snapshot(docker_client, bx)
     env = bx.env(IMD_WORKER_URL=f"{FEED_URL}/hold/v2")
-    took, stderr = _interrupt([*BOX, "setup", "--no-shell"], env, "downloading the worker release", 0.0)
+    took, stderr = interrupt([*BOX, "setup", "--no-shell"], env, "downloading the worker release", 0.0)
     _assert_ended_cleanly(docker_client, bx, took, stderr)
     assert _snapshot(docker_client, bx) == before
 
@@ -373,7 +374,7 @@ def test_ctrl_c_during_pull_leaves_nothing(docker_client, held_image):
     local = f"imdt-pulled:{tag}"
     env = {"IMD_BOX_IMAGE": local, "IMD_BOX_CONTAINER": f"imdt-box-{tag}", "IMD_BOX_VOLUME": f"imdt-home-{tag}"}
     networks = _our_networks(docker_client)
-    took, stderr = _interrupt([*BOX, "pull", "--image", through], env, proxy.holding.is_set, 0.0)
+    took, stderr = interrupt([*BOX, "pull", "--image", through], env, proxy.holding.is_set, 0.0)
     assert took < GRACE, f"`box pull` still running {GRACE} s after Ctrl-C\n{stderr[-4000:]}"
     assert stderr.strip() == "", f"not quiet: {stderr!r}"
     proxy.release.set()

@@ -20,8 +20,8 @@ import pytest
 from tests.harness import agents as agents_mod
 from tests.harness import boxes, jobs
 from tests.harness.boxes import as_imd, in_view
-from tests.test_check import jail_with, patched_image
-from tests.test_hostile_worker import CODEX_LOGIN, CODEX_MARK, codex_login
+from tests.harness.login import CODEX_LOGIN, CODEX_MARK, codex_login
+from tests.harness.twins import jail_with, patched_image
 
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[1])]
 

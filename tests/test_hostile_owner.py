@@ -24,9 +24,9 @@ from imdbox.runflags import SYSTEM_PATH
 from tests.harness import agents as agents_mod
 from tests.harness import jobs, login
 from tests.harness.boxes import as_imd, in_view
+from tests.harness.hostile_home import box_of
 from tests.harness.jobs import HOME
-from tests.test_check import patched_image, script_with
-from tests.test_hostile_worker import box_of
+from tests.harness.twins import patched_image, script_with
 
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[1])]
 

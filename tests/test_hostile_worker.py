@@ -19,14 +19,10 @@ the leak. The real Claude Code runs each job, against the test world's Anthropic
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import shlex
-import subprocess
 import threading
 import time
-import uuid
-from pathlib import Path
 from typing import Callable
 
 import pytest
@@ -35,8 +31,20 @@ from imdbox import layout
 from tests.harness import agents as agents_mod
 from tests.harness import jobs, login
 from tests.harness.boxes import as_imd, in_view
-from tests.harness.jobs import HOME, SECRETS
-from tests.test_check import (
+from tests.harness.hostile_home import (
+    DOTFILES,
+    HOSTILE_ENV,
+    KEY,
+    KEY_MARK,
+    LEAKS,
+    OWNER,
+    PRELOAD,
+    box_of,
+    seize_library,
+)
+from tests.harness.jobs import HOME
+from tests.harness.login import CODEX_LOGIN, CODEX_MARK, codex_login
+from tests.harness.twins import (
     JAIL_IN_NO_DOMAIN,
     PLACES_IN_THE_BOXS_FOLDERS,
     door_with,
@@ -47,77 +55,10 @@ from tests.test_check import (
 
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[1])]
 
-KEY = SECRETS["device key"]
-LEAKS = f"{HOME}/imdt-leaks"  # where each hostile step puts what it copied: the worker reads it
-KEY_MARK = jobs.mark("device-key")
-OWNER = login.owner_login()
-SEIZE = f"cat {login.LOGIN} {KEY} > {LEAKS}/$(date +%s%N) 2>/dev/null"  # a hostile step's payload
-
-# The worker's home, as a hostile release writes it.
-DOTFILES = {
-    # curl reads it unless told not to: the login copied to where the worker reads.
-    f"{HOME}/.curlrc": f'url = "file://{login.LOGIN}"\noutput = "{LEAKS}/curlrc"\n',
-    f"{HOME}/imdt-curl/.curlrc": f'url = "file://{login.LOGIN}"\noutput = "{LEAKS}/curl-home"\n',
-    f"{HOME}/.netrc": "machine broker login imdt password imdt\n",
-    f"{HOME}/.gitconfig": f'[core]\n\tfsmonitor = "{SEIZE}; true"\n\tpager = "{SEIZE}; cat"\n',
-    f"{HOME}/.npmrc": f"script-shell={HOME}/imdt-seize.sh\nnode-options=--require {HOME}/imdt-seize.js\n",
-    f"{HOME}/imdt-seize.sh": f"#!/bin/sh\n{SEIZE}\n",
-    f"{HOME}/imdt-seize.js": f'require("child_process").execSync({json.dumps(SEIZE)}, {{shell: "/bin/sh"}});\n',
-}
-# What it sets in every call through the door (LD_PRELOAD: a library of its own, PRELOAD).
-PRELOAD = f"{HOME}/imdt-seize.so"
-HOSTILE_ENV = {
-    "NODE_OPTIONS": f"--require {HOME}/imdt-seize.js",
-    "BASH_ENV": f"{HOME}/imdt-seize.sh",
-    "LD_PRELOAD": PRELOAD,
-    "CURL_HOME": f"{HOME}/imdt-curl",
-    "GIT_CONFIG_GLOBAL": f"{HOME}/.gitconfig",
-    "GIT_CONFIG_COUNT": "1",
-    "GIT_CONFIG_KEY_0": "core.pager",
-    "GIT_CONFIG_VALUE_0": f"{SEIZE}; cat",
-}
-
-
-def seize_library(folder: Path) -> bytes:
-    """A shared library whose constructor runs SEIZE in whatever loads it, built by this
-    machine's gcc (the image has no compiler)."""
-    source = folder / "seize.c"
-    source.write_text(
-        "#include <stdlib.h>\n"
-        # Once: what it runs does not run it again; the process itself goes on as it was.
-        "__attribute__((constructor)) static void seize(void) {\n"
-        '  if (getenv("IMDT_SEIZING")) return;\n'
-        '  setenv("IMDT_SEIZING", "1", 1);\n'
-        f"  system({json.dumps(SEIZE)});\n"
-        '  unsetenv("IMDT_SEIZING");\n'
-        "}\n"
-    )
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", str(folder / "seize.so"), str(source)], check=True)
-    return (folder / "seize.so").read_bytes()
-
 
 @pytest.fixture(scope="module")
 def world():
     return login.certificates()
-
-
-@contextlib.contextmanager
-def box_of(client, image, topology, agents, folder, world):
-    """A walled box of the test world on the CLIs' volume, with the owner's login and a device
-    key; what the test planted goes with it, and what was there before comes back (the volume
-    is the other tests' too, and a twin's box shares it with this module's)."""
-    ca, _ = world
-    kept = f".imdt-{uuid.uuid4().hex[:8]}"
-    with login.walled(client, image, topology, volume=agents, folder=folder, ca=ca) as box:
-        try:
-            code, out = as_imd(box, " && ".join(f"{{ [ ! -e {f} ] || mv {f} {f}{kept}; }}" for f in (login.LOGIN, KEY)))
-            assert code == 0, out
-            jobs.seed(box, {login.LOGIN: OWNER, KEY: json.dumps({"imdtDeviceKey": KEY_MARK})})
-            yield box
-        finally:
-            planted = " ".join([*DOTFILES, PRELOAD, LEAKS, f"{HOME}/imdt-curl"])
-            back = "; ".join(f"rm -f {f}; [ ! -e {f}{kept} ] || mv {f}{kept} {f}" for f in (login.LOGIN, KEY))
-            as_imd(box, f"rm -rf {planted}; {back}")
 
 
 @pytest.fixture(scope="module")
@@ -470,8 +411,6 @@ def test_twin_a_broker_that_tunnels_anywhere(docker_client, box_image, topology,
 
 # --- the worker's npm links, which the jail runs --------------------------------------------------
 
-CODEX_LOGIN = f"{HOME}/.codex/auth.json"
-CODEX_MARK = jobs.mark("codex-login")
 CODEX_LINK = f"{HOME}/.npm-global/bin/codex"
 
 
@@ -495,17 +434,6 @@ def turned_link(box, space: str) -> tuple[int, str]:
         )
     finally:
         as_imd(box, f"mv -fT {CODEX_LINK}.imdt {CODEX_LINK}; rm -f {fake}")
-
-
-@contextlib.contextmanager
-def codex_login(box):
-    code, out = as_imd(box, f"[ ! -e {CODEX_LOGIN} ] || mv {CODEX_LOGIN} {CODEX_LOGIN}.imdt")
-    assert code == 0, out
-    jobs.seed(box, {CODEX_LOGIN: json.dumps({"OPENAI_API_KEY": CODEX_MARK})})
-    try:
-        yield
-    finally:
-        as_imd(box, f"rm -f {CODEX_LOGIN}; [ ! -e {CODEX_LOGIN}.imdt ] || mv {CODEX_LOGIN}.imdt {CODEX_LOGIN}")
 
 
 def test_a_cli_link_the_worker_turned_runs_nothing(box):

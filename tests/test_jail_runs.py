@@ -12,7 +12,7 @@ from imdbox import layout
 from tests.harness import boxes, hands
 from tests.harness.boxes import as_imd
 from tests.harness.jobs import HOME
-from tests.test_check import patched_image, script_with
+from tests.harness.twins import patched_image, script_with
 
 pytestmark = pytest.mark.usefixtures("box_image")
 

@@ -18,9 +18,9 @@ from imdbox import layout
 from imdbox.check.runner import CLAUDE_SETTINGS, TOOLS
 from tests.harness import boxes, hands, jobs, projects
 from tests.harness.boxes import as_imd
+from tests.harness.claude_settings import DERIVE
 from tests.harness.jobs import WORK_ROOT
-from tests.test_check import jail_with, patched_image
-from tests.test_claude_sandbox import DERIVE
+from tests.harness.twins import jail_with, patched_image
 
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group("job_commands")]
 

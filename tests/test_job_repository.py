@@ -25,8 +25,7 @@ from tests.harness import boxes, jobs
 from tests.harness.boxes import as_imd
 from tests.harness.jobs import HOME, SECRETS
 from tests.harness.login import in_the_jail
-from tests.test_agent_clis import UNDEFENDED_LAUNCHER
-from tests.test_check import patched_image
+from tests.harness.twins import UNDEFENDED_LAUNCHER, patched_image
 
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[1])]
 

@@ -23,9 +23,9 @@ from imdbox.layout import CLAUDE_JAIL, CODEX_JAIL
 from tests.harness import agents as agents_mod
 from tests.harness import boxes, jobs, login
 from tests.harness.boxes import as_imd
+from tests.harness.claude_settings import managed_with
 from tests.harness.jobs import HOME, SECRETS, WORK_ROOT
-from tests.test_agent_clis import managed_with
-from tests.test_check import jail_with, patched_image
+from tests.harness.twins import jail_with, patched_image
 
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[0])]
 

@@ -33,9 +33,12 @@ class _Config:
         return self.alone
 
 
-OTHERS = [_Item("tests/test_a.py::test_1"), _Item("tests/test_c.py::test_2", pytest.mark.xdist_group("check"))]
-TIMED = _Item("tests/test_check.py::test_timed", pytest.mark.xdist_group("check"), pytest.mark.alone)
-RESTART = _Item("tests/test_faults.py::test_restart", pytest.mark.engine_restart)
+OTHERS = [
+    _Item("tests/world/test_a.py::test_1"),
+    _Item("tests/world/test_c.py::test_2", pytest.mark.xdist_group("check")),
+]
+TIMED = _Item("tests/world/test_check.py::test_timed", pytest.mark.xdist_group("check"), pytest.mark.alone)
+RESTART = _Item("tests/world/test_faults.py::test_restart", pytest.mark.engine_restart)
 
 
 def _split(config, items):

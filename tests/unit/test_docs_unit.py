@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # tests/unit/ in the repository
 PAGES = [ROOT / "README.md", ROOT / "HACKING.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"```.*?```", re.S)
 CODE = re.compile(FENCE.pattern + r"|`[^`\n]*`", re.S)  # a link in code is text, not a link

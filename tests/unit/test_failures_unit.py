@@ -1,7 +1,7 @@
 """How `box setup`, `box build`, `box pull` and `box update` fail, in-process: one line at the
 end, what went wrong then what to do, no prefix of the box's beside box's own, nothing said
-twice. The same failures against the engine: tests/test_faults_install.py (setup),
-tests/test_cli_build.py (build) and tests/test_cli_pull.py (pull)."""
+twice. The same failures against the engine: tests/world/test_faults_install.py (setup),
+tests/world/test_cli_build.py (build) and tests/world/test_cli_pull.py (pull)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,10 @@
 """The harness's engine watch (tests/harness/machine.py): a stuck engine ends the run in
 minutes, with its reason; an engine that answers, or is only restarting, never does.
-Also: worker box slots, the world handed to the workers, and how its teardown groups the
-listeners (topology.apart)."""
+Also: the world handed to the workers, and how its teardown groups the listeners
+(topology.apart). No Docker: the same against the real engine is tests/world/test_harness.py."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -62,14 +61,6 @@ def test_an_engine_that_answers_between_slow_lookups_or_restarts_is_not():
     assert _watch([TIMEOUT, TIMEOUT, {}, TIMEOUT, TIMEOUT, restarting, TIMEOUT, TIMEOUT, {}] * 3) == []
 
 
-def test_the_real_engine_answers_the_watch(docker_client):
-    hung: list[str] = []
-    watch = EngineWatch.of_engine(hung.append, every=0.01, misses=1, timeout=30).start()
-    threading.Event().wait(0.5)
-    watch.stop()
-    assert hung == []
-
-
 def test_the_run_is_woken_from_a_blocked_read_when_the_engine_is_stuck():
     """conftest's on_hang: the main thread, blocked in a socket read as a test in a docker call
     is, gets KeyboardInterrupt at once (pytest then ends the run) and the world is marked;
@@ -92,42 +83,6 @@ except KeyboardInterrupt:
     )  # fmt: skip
     assert "hung=stuck" in r.stdout, r.stdout + r.stderr
     assert float(r.stdout.split("woken after ")[1].split()[0]) < 5
-
-
-def test_worker_slots_are_as_many_as_the_engine_takes_boxes(docker_client, tmp_path, monkeypatch):
-    from imdbox.runflags import EngineLimits
-    from tests.harness import machine
-
-    monkeypatch.setattr(machine, "SLOT_PATH", str(tmp_path / "slot-{}.lock"))  # not the run's own
-    monkeypatch.setattr(machine, "SLOT_WAIT", 0.5)
-    limits = EngineLimits.from_info(docker_client.info())
-    count = machine.slot_count(docker_client)
-    # As many boxes as `box start` lets run side by side (each cap, with the others', fits).
-    assert count * limits.box_memory <= limits.memory < (count + 1) * limits.box_memory
-    held = [machine.worker_slot(docker_client) for _ in range(count)]
-    with pytest.raises(AssertionError, match="no worker box slot"):
-        machine.worker_slot(docker_client)
-    os.close(held.pop())
-    held.append(machine.worker_slot(docker_client))  # a freed slot is taken again
-    for slot in held:
-        os.close(slot)
-
-
-def test_a_tests_slots_are_one_per_box_and_freed_at_its_end(docker_client, tmp_path, monkeypatch):
-    from tests.harness import machine
-
-    monkeypatch.setattr(machine, "SLOT_PATH", str(tmp_path / "slot-{}.lock"))
-    machine.hold_worker_slot(docker_client, ("volume", None))
-    machine.hold_worker_slot(docker_client, ("volume", None))  # the same box again: no second slot
-    machine.hold_worker_slot(docker_client, ("volume", "b"))  # a seat's box: one more
-    assert len(machine._held) == 2
-    machine.free_worker_slots()
-    assert machine._held == {}
-    # Freed: every slot can be taken again, without waiting.
-    monkeypatch.setattr(machine, "SLOT_WAIT", 0)
-    for _ in range(machine.slot_count(docker_client)):
-        machine.hold_worker_slot(docker_client, object())
-    machine.free_worker_slots()
 
 
 # ---------------------------------------------------------------- the world, handed over

@@ -1,7 +1,7 @@
 """worker/jail reads as its own table of contents: its rooms (worker/jail.d) define functions and
 run nothing when sourced, the state they share is declared once in worker/jail, and every other
 variable a room assigns is its own (`local`). A room's loop once overwrote the name the jail's
-one line says (tests/test_jail_runs.py): this keeps that class of mistake out. No Docker."""
+one line says (tests/world/test_jail_runs.py): this keeps that class of mistake out. No Docker."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The view's wall from its other side: every program of the box that runs outside the worker's
 view runs with the box's own environment (worker/own.env), none of its caller's, and reads no
 configuration the worker can write. No Docker: the scripts and the door are held to it here, and
-worker/own's switch is run by this machine's bash. tests/test_hostile_worker.py shows it in a box.
+worker/own's switch is run by this machine's bash. tests/world/test_hostile_worker.py shows it in a box.
 """
 
 from __future__ import annotations

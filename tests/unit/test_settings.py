@@ -14,7 +14,7 @@ import pytest
 from imdbox import errors, names, runflags, settings
 
 RUN = names.REPO_ROOT / "worker" / "run.sh"
-CASES = json.loads((Path(__file__).parent / "vectors" / "settings.json").read_text())["cases"]
+CASES = json.loads((Path(__file__).parents[1] / "vectors" / "settings.json").read_text())["cases"]
 
 
 def _bytes(case):

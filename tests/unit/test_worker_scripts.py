@@ -1,7 +1,7 @@
 """worker/install.sh and worker/run.sh on this machine, with file:// feeds, and the
 stand-in worker they install (tests/fake_worker) held to the real worker's
 contract: no Docker, nothing off the machine (npm installs local tarballs that
-have no dependencies). The same scripts run inside the box in tests/test_cli_box.py."""
+have no dependencies). The same scripts run inside the box in tests/world/test_cli_box.py."""
 
 from __future__ import annotations
 
@@ -450,7 +450,7 @@ def test_doctor_format_pairing_and_unlink(home, feed, probe_ok):
     assert "  Open this in a browser with the wallet that owns your IdentityMD NFT:" in r.stdout
     assert "  Paired. Token " in r.stdout and "  Run: imd start" in r.stdout
     # The sandbox check, on this machine, where no jail holds the stand-in agent (the box's
-    # doctor passes it: tests/test_cli_box.py).
+    # doctor passes it: tests/world/test_cli_box.py).
     doc = _imd(env, "doctor", "--runtime", "claude")
     assert doc.returncode == 1, doc.stdout
     assert f"  ✗ claude jail a run reads {home / '.identitymd' / 'config.json'}" in doc.stdout.splitlines()

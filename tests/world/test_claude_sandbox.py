@@ -72,7 +72,7 @@ def managed(box, marks):
 
 
 def test_the_worker_cannot_change_the_managed_settings(box):
-    # Owner, mode and content: tests/test_image_contents.py.
+    # Owner, mode and content: tests/world/test_image_contents.py.
     code, out = as_imd(box, f"echo '{{}}' > {CLAUDE_SETTINGS}")
     assert code != 0 and "Read-only file system" in out, out
 
@@ -89,7 +89,7 @@ def test_the_settings_turn_the_sandbox_on_with_no_way_around_it():
     )
     # The whole home is denied, and only the job's own folder (the command's cwd) allowed again;
     # a settings file a job writes in its workspace cannot allow more. The caches a command may
-    # also write are the jail's own layers (tests/test_job_commands.py), none a secret's folder.
+    # also write are the jail's own layers (tests/world/test_job_commands.py), none a secret's folder.
     assert sb["filesystem"] == {
         "allowWrite": ["~/.npm/_cacache", "~/.svm"],
         "denyRead": ["~/"],

@@ -131,7 +131,7 @@ def test_a_job_that_poisons_its_cache_leaves_the_next_jobs_npm_ci_untouched(dock
 
 
 # A command of a Claude Code job: in Claude's sandbox (srt, with the managed file's sandbox block,
-# as tests/test_claude_sandbox.py derives it) in the job's jail. The twin's settings leave out
+# as tests/harness/claude_settings.py DERIVE makes it) in the job's jail. The twin's settings leave out
 # the file's allowWrite of npm's cache: the denied home hides it.
 def in_claudes_sandbox(script: str, *drop: str) -> str:
     """Shell that runs `script` in Claude's sandbox in the job's jail (its settings, less `drop`,

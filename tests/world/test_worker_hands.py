@@ -28,7 +28,7 @@ from tests.harness.jobs import HOME, WORK_ROOT
 
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[1])]
 
-KEYED_JS = (Path(__file__).with_name("harness") / "keyed_tool.mjs").read_text()
+KEYED_JS = (Path(__file__).parents[1] / "harness" / "keyed_tool.mjs").read_text()
 DEVICE_KEY = f"{HOME}/.identitymd/config.json"
 TOOLS_ENV = f"{HOME}/.identitymd/tools.env"
 TOOL_KEY = "IMDT_TOOL_KEY"

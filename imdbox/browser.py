@@ -17,13 +17,13 @@ CHECK_SCRIPT = f"{BROWSER_DIR}/check.mjs"
 # The line's time budget: check.mjs is given it and gives up (reports FAIL) after it. Far more
 # than an idle machine needs, because the line shares its cores with the other checks, and a
 # Mac whose worker is busy with jobs is slower still: a slow browser is no open wall. It is a
-# ceiling only: a healthy box's whole check still ends in under 10 s (tests/test_check.py).
+# ceiling only: a healthy box's whole check still ends in under 10 s (tests/world/test_check.py).
 CHECK_SECONDS = 30
 # Debian's chromium-headless-shell; the /usr/bin name is a wrapper script around it.
 HEADLESS_SHELL = "/usr/lib/chromium/chromium-headless-shell"
 MCP_VERSION = "0.0.86"  # @playwright/mcp, pinned in image/package.json
 # The MCP methods website work uses, one `--enable` each: the names Playwright MCP
-# 0.0.86 itself answers to `tools/list` (tests/test_browser.py asks the installed
+# 0.0.86 itself answers to `tools/list` (tests/world/test_browser.py asks the installed
 # server). Left out: file upload, drag and drop, dialogs, resizing, media
 # emulation, going back, single-request detail, find, and run_code_unsafe.
 TOOLS = (

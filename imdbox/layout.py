@@ -1,9 +1,9 @@
 """Where things are inside the box image, and the box's other fixed facts, written once: the
 Dockerfile puts them there, and every command box runs in a box names them by these absolute
-paths (root never resolves a bare name, HACKING.md). tests/test_browser_unit.py and the image
+paths (root never resolves a bare name, HACKING.md). tests/unit/test_browser_unit.py and the image
 tests hold the Dockerfile to them. What the box's other languages need of them is generated
 from here by scripts/write-facts.py: worker/paths (bash), worker/door/paths.h (C) and
-worker/facts.json (the login broker's JavaScript); tests/test_protocol_unit.py holds each
+worker/facts.json (the login broker's JavaScript); tests/unit/test_protocol_unit.py holds each
 to what the script writes now."""
 
 from .names import HOME
@@ -66,7 +66,7 @@ BROKER_HOSTS = (
 BROKER_SENTINEL = "imd-box-sentinel-"
 # The box's own environment, which every program of the box outside the worker's view runs with.
 OWN_ENV = f"{WORKER_DIR}/own.env"
-# The paths the box's scripts share (sourced), which tests/test_protocol_unit.py holds to these.
+# The paths the box's scripts share (sourced), which tests/unit/test_protocol_unit.py holds to these.
 PATHS = f"{WORKER_DIR}/paths"
 # `box shell`'s own commands, first on its PATH: the agent CLIs (each the real one from its
 # package, never the worker's npm link) and the worker's `imd` (in its view).
@@ -95,9 +95,9 @@ IP6TABLES = "/usr/sbin/ip6tables"
 
 # Every program of the box that runs outside the worker's view, next to the owner's logins: each
 # runs with the box's own environment (OWN_ENV), none of its caller's; a new one joins here, and
-# tests/test_own_env_unit.py holds each to it. The rest of the box's programs run in the view
+# tests/unit/test_own_env_unit.py holds each to it. The rest of the box's programs run in the view
 # (worker/run.sh and the worker), in a job's jail (worker/bwrap, the browser's launcher), or as
-# root before the worker exists (the entrypoint, the firewall, as-imd: tests/test_planted.py).
+# root before the worker exists (the entrypoint, the firewall, as-imd: tests/world/test_planted.py).
 OUTSIDE_VIEW = (
     CLAUDE_JAIL,
     JAIL,

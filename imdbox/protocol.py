@@ -1,5 +1,5 @@
 """The lines the box's scripts print and box reads, written once. The scripts (shell, as
-root or as imd inside the box) cannot import this: tests/test_protocol_unit.py holds each
+root or as imd inside the box) cannot import this: tests/unit/test_protocol_unit.py holds each
 script to each line here, and to the paths of layout.py it uses."""
 
 # The firewall's last word once every rule reads back (firewall/init-firewall.sh):

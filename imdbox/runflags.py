@@ -17,7 +17,7 @@ from . import layout, names
 
 # Only the entrypoint (root, before the drop) uses these; the worker has none.
 # NET_ADMIN sets the firewall, SETUID/SETGID become `imd`, SETPCAP empties the
-# bounding set. tests/test_image_walls.py removes each and sees the box refuse to start.
+# bounding set. tests/world/test_image_walls.py removes each and sees the box refuse to start.
 CAPABILITIES = ("NET_ADMIN", "SETGID", "SETPCAP", "SETUID")
 
 MAX_CPUS = 4

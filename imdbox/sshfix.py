@@ -1,8 +1,8 @@
 """Two mends to docker-py's ssh transport (`use_ssh_client`: the system's ssh, its keys and
 its known_hosts), for an engine at ssh://. They patch docker-py's private SSHSocket and its
 connection pool, as docker-py 7.1.0 has them (requirements.txt pins it;
-tests/test_engine_endpoint_unit.py checks that what they patch is there), and
-tests/test_remote_engine.py runs every command through them.
+tests/unit/test_engine_endpoint_unit.py checks that what they patch is there), and
+tests/world/test_remote_engine.py runs every command through them.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ and worker/facts.json (the login broker's). Run it after changing layout.py:
 
     python3 scripts/write-facts.py
 
-tests/test_protocol_unit.py fails while a written file differs from what this writes now.
+tests/unit/test_protocol_unit.py fails while a written file differs from what this writes now.
 """
 
 from __future__ import annotations

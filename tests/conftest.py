@@ -1,7 +1,8 @@
 """Shared fixtures: the engine, the box image, the test topology, test volumes.
 
 Under CI=true a missing Docker engine fails the run; elsewhere the tests that
-need it skip with the reason.
+need it skip with the reason. Those are tests/world's; tests/unit asks for none of these
+fixtures (tests/unit/test_tests_unit.py), so it runs where there is no engine.
 
 A run's engine, image, topology and feed are its world (`_World`): made on first use,
 ended with the run. With `-n N` (pytest-xdist) the controller makes the whole world while

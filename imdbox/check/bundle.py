@@ -115,7 +115,7 @@ def probe_source(directory: Path = PROBE_DIR, main: str = PROBE_MAIN) -> str:
     another part goes (its names are the script's own then), node's built-in modules are
     imported once at the top, `export` goes. A circle of imports is refused (node would
     run one, but a part could then meet another's names before they are set). Two parts
-    that declare one name make a script node refuses: tests/test_check_unit.py parses it."""
+    that declare one name make a script node refuses: tests/unit/test_check_unit.py parses it."""
     order, read = _read_parts(directory, main)
     defaults: dict[str, str] = {}
     named: dict[str, list[str]] = {}

@@ -1,7 +1,7 @@
 """The worker's own hands on every kind of job, as the released worker does them in the box
 (tests/harness/worker_steps.mjs: the facts; CAMPAIGN_SH: a fuzz campaign's), and what they
 work on: a task's origin, and a box with a real compiler for its contract. Used by
-tests/test_worker_hands.py, test_worker_kinds.py, test_v4_hook_job.py and the bench."""
+tests/world/test_worker_hands.py, test_worker_kinds.py, test_v4_hook_job.py and the bench."""
 
 from __future__ import annotations
 

@@ -159,3 +159,45 @@ def elsewhere(client, image: str, network: str, login: dict) -> Iterator[str]:
     with jobs.running_model(client, image, jobs.MODEL_JS, environment, network=network) as (_, container):
         container.reload()
         yield container.attrs["NetworkSettings"]["Networks"][network]["IPAddress"]
+
+
+@contextlib.contextmanager
+def boxed(docker_client, box_image, topology, agents, tmp_path_factory, certificates, env=None):
+    """A box of the test world on the CLIs' volume; the owner's login a test planted (owned)
+    goes with it, as the volume is the other tests' too. `certificates`: certificates()'s."""
+    ca, _ = certificates
+    folder = tmp_path_factory.mktemp("ca")
+    with walled(docker_client, box_image, topology, volume=agents, folder=folder, ca=ca, env=env) as box:
+        try:
+            yield box
+        finally:
+            boxes.as_imd(box, f"rm -f {LOGIN}")
+
+
+def owned(box, text: str) -> None:
+    """The owner's login in the box, as `claude` left it; the volume is the other tests' too."""
+    jobs.seed(box, {LOGIN: text})
+
+
+# A jail's sentinel login, read in the jail: `eval $(...)` sets $access and $refresh.
+SENTINEL_OF_THE_JAIL = (
+    'sed -E \'s/.*"accessToken":"([^"]*)".*"refreshToken":"([^"]*)".*/access=\\1 refresh=\\2/\' '
+    "~/.claude/.credentials.json; echo"
+)
+
+
+# The owner's Codex login, as a hostile worker or job aims at it.
+CODEX_LOGIN = f"{HOME}/.codex/auth.json"
+CODEX_MARK = jobs.mark("codex-login")
+
+
+@contextlib.contextmanager
+def codex_login(box):
+    """A Codex login of the owner's in the box while it runs; what was there comes back."""
+    code, out = boxes.as_imd(box, f"[ ! -e {CODEX_LOGIN} ] || mv {CODEX_LOGIN} {CODEX_LOGIN}.imdt")
+    assert code == 0, out
+    jobs.seed(box, {CODEX_LOGIN: json.dumps({"OPENAI_API_KEY": CODEX_MARK})})
+    try:
+        yield
+    finally:
+        boxes.as_imd(box, f"rm -f {CODEX_LOGIN}; [ ! -e {CODEX_LOGIN}.imdt ] || mv {CODEX_LOGIN}.imdt {CODEX_LOGIN}")

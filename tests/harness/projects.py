@@ -2,7 +2,7 @@
 forge, as `jail claude --program` runs them): a TypeScript tool (its compiler and types from npm,
 its tests on node's own runner) and a Foundry project with unit and invariant suites (forge-std
 left out, as a contract job has it; its compiler the box's, solc-js behind solc's command line,
-tests/harness/hands.py). Used by tests/test_job_commands.py and the bench."""
+tests/harness/hands.py). Used by tests/world/test_job_commands.py and the bench."""
 
 from __future__ import annotations
 

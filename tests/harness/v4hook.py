@@ -1,7 +1,7 @@
 """A Uniswap v4 hook job, as hook jobs come: a hook contract and its forge test against v4-core,
 which the repository vendors with its own libraries (forge-std, OpenZeppelin, solmate under its
 lib/), solc pinned as v4-core's. Its dependencies are the real ones, from npm: the v4-core
-package carries that lib/. Used by tests/test_v4_hook_job.py and the bench."""
+package carries that lib/. Used by tests/world/test_v4_hook_job.py and the bench."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ What stays as in a fresh process: each command is a process of its own (its own 
 exit code, signals, file descriptors 0-2, working directory, environment, and its way
 out), and box's own modules are imported anew in it. Only the libraries in PRELOAD are
 loaded ahead, and they read the variables a test varies (CALL_TIME_ENV) only when called,
-never when imported (tests/test_zygote.py checks that); a command whose environment
+never when imported (tests/world/test_zygote.py checks that); a command whose environment
 differs in any other variable goes to a server started with that environment.
 
 Protocol, one Unix connection per command: the client sends the command as JSON with

@@ -326,7 +326,7 @@ function control(req, res) {
 // --- what the broker lends the login to ---------------------------------------------------------
 // A run's sentinel is honoured on these requests alone (METHOD host path, the query aside):
 // those the real Claude Code makes with the login on every kind of job the worker runs
-// (measured with 2.1.332: docs/broker.md; tests/test_broker_limits.py asks the installed one).
+// (measured with 2.1.332: docs/broker.md; tests/world/test_broker_limits.py asks the installed one).
 // Every other is refused, 403, and named once in the box's log and `box status`, so a release
 // of Claude Code that calls a new path is seen at once. A token endpoint's refresh is answered
 // before this (onRequest), and a request without a sentinel goes on as it came, with no login

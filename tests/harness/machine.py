@@ -102,7 +102,12 @@ class Machine:
         # Holding the lock, no other run goes on: whatever test-made thing is there now was
         # left by a run killed before its teardown (SIGKILL, a machine stopped mid-run).
         # Not this run's leak: removed now, so the sweep at the end measures only this run.
-        self.stale = self.sweep(tags=True)
+        try:
+            self.stale = self.sweep(tags=True)
+        except BaseException:
+            # Let go of the lock: the next test of this process would wait on it for good.
+            self._held.__exit__(None, None, None)
+            raise
         if self._on_hang:
             self._watch = EngineWatch.of_engine(self._on_hang).start()
         return self

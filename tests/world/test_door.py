@@ -402,7 +402,9 @@ def held_up_by_slow_senders(client, image, topology, volume, folder: Path) -> li
         space = jobs.workspace()
         assert as_imd(box, in_view(f"mkdir -p {space} && git --version"))[0] == 0  # the door is up
         flood: dict = {}
-        script = f"rm -f {FLOOD_DONE}; {SLOW_SENDERS} {CALLERS} {FLOOD_SECONDS} {layout.DOOR_DIR}/door.sock {FLOOD_DONE}"
+        script = (
+            f"rm -f {FLOOD_DONE}; {SLOW_SENDERS} {CALLERS} {FLOOD_SECONDS} {layout.DOOR_DIR}/door.sock {FLOOD_DONE}"
+        )
         senders = threading.Thread(target=lambda: flood.update(out=as_imd(box, in_view(script), timeout=90)))
         senders.start()
         probes = [

@@ -15,8 +15,9 @@ from tests.harness import machine as test_machine
 
 def commands(bench: Bench) -> None:
     """A job's own commands on real projects (tests/harness/projects.py), in a walled box on
-    the bench's network: a TypeScript tool's npm ci, build and test (its lock and the box's
-    npm cache from the owner's install outside every job), and a Foundry project's forge
+    the bench's network: a TypeScript tool's and a React web app's (~215 packages) npm ci,
+    build and test (their locks and the box's npm cache from the owner's install outside every
+    job), and a Foundry project's forge
     build and its unit and invariant suites (the box's compiler, solc-js). A job's commands
     run in its one jail, which is made once, as an agent's run makes it: each batch is one
     shell, in a job's jail (`jail claude --program`) or not, that runs the commands twice;
@@ -31,10 +32,11 @@ def commands(bench: Bench) -> None:
         boxes.volume(bench.client, "bench-commands") as volume,
         hands.contract_box(bench.client, bench.image, volume, hands.install_solc, bench.args.network) as box,
     ):
-        projects.write(box, f"{WORK_ROOT}/bench/ts", projects.TS_TOOL)
-        projects.owners_install(box, f"{WORK_ROOT}/bench/ts")
+        for node, files in (("ts", projects.TS_TOOL), ("app", projects.TS_APP)):
+            projects.write(box, f"{WORK_ROOT}/bench/{node}", files)
+            projects.owners_install(box, f"{WORK_ROOT}/bench/{node}")
         projects.write(box, f"{WORK_ROOT}/bench/sol", projects.FOUNDRY_PROJECT)
-        for node, steps in (("ts", projects.TS_STEPS), ("sol", projects.FORGE_STEPS)):
+        for node, steps in (("ts", projects.TS_STEPS), ("app", projects.TS_STEPS), ("sol", projects.FORGE_STEPS)):
             _commands(bench, box, node, steps)
 
 
@@ -71,11 +73,11 @@ def _commands(bench: Bench, box, node: str, steps: tuple[str, ...]) -> None:
                     starts.append(int(line.split()[1]) / 1e6)
     bench.rows.append(Row(f"{node}: a job's jail, made (until its first command)", starts, note="its own network too"))
     for k, step in enumerate(steps):
-        first = Row(f"`{step}`, a job's first, jailed", took[True, 1, k])
+        first = Row(f"{node}: `{step}`, a job's first, jailed", took[True, 1, k])
         plain_first = statistics.median(took[False, 1, k])
         ratio = statistics.median(first.samples) / plain_first
         first.note = f"no jail, a shell's first: {plain_first:.2f} s ({ratio:.2f}×)"
-        jailed = Row(f"`{step}`, jailed", took[True, 2, k], note="in the jail its first run was made in")
-        plain = Row(f"`{step}`, no jail", took[False, 2, k], note="the same shell's second run")
-        cost = cost_row(f"`{step}`: the jail's cost (jailed / no jail)", jailed, plain, GOALS["commands"])
+        jailed = Row(f"{node}: `{step}`, jailed", took[True, 2, k], note="in the jail its first run was made in")
+        plain = Row(f"{node}: `{step}`, no jail", took[False, 2, k], note="the same shell's second run")
+        cost = cost_row(f"{node}: `{step}`: the jail's cost (jailed / no jail)", jailed, plain, GOALS["commands"])
         bench.rows += [first, jailed, plain, cost]

@@ -60,6 +60,152 @@ test("refuses another tool", () => assert.throws(() => handle({ name: "x", args:
 }
 TS_STEPS = ("npm ci", "npm run build", "npm test")
 
+# A web app as a job gets one to change: React, built by tsc and Vite, linted by ESLint with
+# typescript-eslint and React's hooks rules, tested by Vitest in jsdom with Testing Library. Its
+# toolchain is what makes it a real job's npm: about 215 packages installed (npm makes the lock at
+# the owner's install), native ones among them (Vite's bundler, its CSS minifier).
+TS_APP = {
+    "package.json": """{
+  "name": "imdt-tally-app",
+  "version": "1.0.0",
+  "private": true,
+  "type": "module",
+  "scripts": {
+    "build": "tsc -p . && vite build",
+    "test": "eslint . && vitest run"
+  },
+  "dependencies": {
+    "react": "19.3.1",
+    "react-dom": "19.3.1"
+  },
+  "devDependencies": {
+    "@eslint/js": "10.0.1",
+    "@testing-library/dom": "10.4.2",
+    "@testing-library/react": "16.3.3",
+    "@types/node": "24.10.1",
+    "@types/react": "19.3.3",
+    "@types/react-dom": "19.3.0",
+    "@vitejs/plugin-react": "6.3.1",
+    "eslint": "10.16.0",
+    "eslint-plugin-react-hooks": "7.1.1",
+    "globals": "17.15.0",
+    "jsdom": "31.0.1",
+    "typescript": "5.9.3",
+    "typescript-eslint": "8.74.0",
+    "vite": "8.4.1",
+    "vitest": "5.1.2"
+  }
+}
+""",
+    "tsconfig.json": """{
+  "compilerOptions": {
+    "target": "ES2022",
+    "lib": ["ES2022", "DOM", "DOM.Iterable"],
+    "module": "ESNext",
+    "moduleResolution": "bundler",
+    "jsx": "react-jsx",
+    "strict": true,
+    "noEmit": true,
+    "skipLibCheck": true,
+    "types": ["node"]
+  },
+  "include": ["src", "vite.config.ts"]
+}
+""",
+    "vite.config.ts": """import react from "@vitejs/plugin-react";
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  plugins: [react()],
+  test: { environment: "jsdom" },
+});
+""",
+    "eslint.config.js": """import js from "@eslint/js";
+import { defineConfig } from "eslint/config";
+import reactHooks from "eslint-plugin-react-hooks";
+import globals from "globals";
+import tseslint from "typescript-eslint";
+
+export default defineConfig(
+  { ignores: ["dist"] },
+  {
+    files: ["**/*.{ts,tsx}"],
+    extends: [js.configs.recommended, tseslint.configs.recommended],
+    languageOptions: { globals: globals.browser },
+    plugins: { "react-hooks": reactHooks },
+    rules: reactHooks.configs.recommended.rules,
+  },
+);
+""",
+    "index.html": """<!doctype html>
+<html lang="en">
+  <head><meta charset="UTF-8" /><title>Tally</title></head>
+  <body>
+    <div id="root"></div>
+    <script type="module" src="/src/main.tsx"></script>
+  </body>
+</html>
+""",
+    "src/tally.ts": """// A tally of votes by option: what the app shows and what its buttons change.
+export type Tally = Readonly<Record<string, number>>;
+
+export function vote(tally: Tally, option: string): Tally {
+  if (!(option in tally)) throw new Error(`unknown option ${option}`);
+  return { ...tally, [option]: tally[option] + 1 };
+}
+
+export function leader(tally: Tally): string | undefined {
+  const [best] = Object.entries(tally).sort(([, a], [, b]) => b - a);
+  return best && best[1] > 0 ? best[0] : undefined;
+}
+""",
+    "src/App.tsx": """import { useState } from "react";
+import { leader, vote, type Tally } from "./tally";
+
+export function App({ options }: { options: string[] }) {
+  const [tally, setTally] = useState<Tally>(() => Object.fromEntries(options.map((o) => [o, 0])));
+  return (
+    <main>
+      <p role="status">{leader(tally) ?? "no votes yet"}</p>
+      {options.map((o) => (
+        <button key={o} onClick={() => setTally((t) => vote(t, o))}>
+          {o}: {tally[o]}
+        </button>
+      ))}
+    </main>
+  );
+}
+""",
+    "src/main.tsx": """import { StrictMode } from "react";
+import { createRoot } from "react-dom/client";
+import { App } from "./App";
+
+createRoot(document.getElementById("root")!).render(
+  <StrictMode>
+    <App options={["tea", "coffee"]} />
+  </StrictMode>,
+);
+""",
+    "src/tally.test.ts": """import { expect, test } from "vitest";
+import { leader, vote } from "./tally";
+
+test("counts a vote", () => expect(vote({ a: 0, b: 1 }, "a")).toEqual({ a: 1, b: 1 }));
+test("refuses another option", () => expect(() => vote({ a: 0 }, "x")).toThrow(/unknown option/));
+test("names no leader before a vote", () => expect(leader({ a: 0 })).toBeUndefined());
+""",
+    "src/App.test.tsx": """import { fireEvent, render, screen } from "@testing-library/react";
+import { expect, test } from "vitest";
+import { App } from "./App";
+
+test("a click makes its option the leader", () => {
+  render(<App options={["tea", "coffee"]} />);
+  fireEvent.click(screen.getByText("coffee: 0"));
+  expect(screen.getByRole("status").textContent).toBe("coffee");
+});
+""",
+}
+APP_PASSED = "Tests  4 passed (4)"
+
 VAULT_SOL = """// SPDX-License-Identifier: MIT
 pragma solidity ^0.8.20;
 
@@ -162,7 +308,7 @@ def write(box, node: str, files: dict[str, str]) -> None:
 
 
 def owners_install(box, node: str) -> None:
-    """The TypeScript tool's dependencies installed by the box's owner, outside every job: its
+    """A TypeScript project's dependencies installed by the box's owner, outside every job: its
     lock written, and the box's npm cache warm with them (what a job's `npm ci` starts from)."""
     code, out = as_imd(
         box, f"cd {node} && npm install -s --no-audit --no-fund 2>&1 && rm -rf node_modules", timeout=300

@@ -9,6 +9,7 @@ box's compiler). Each with its twin: the line changed back, or a test that fails
 from __future__ import annotations
 
 import contextlib
+import re
 import shlex
 import uuid
 
@@ -183,6 +184,39 @@ def test_a_typescript_tool_is_built_and_tested_by_its_own_scripts_in_a_jobs_jail
         assert code == 0 and "ℹ pass 2" in out and "ℹ fail 0" in out, out
     else:
         assert code != 0 and "ℹ fail 1" in out, out
+
+
+OWNERS_APP = "/home/imd/owner-app"
+BROKEN_APP_TEST = ("src/App.test.tsx", 'toBe("coffee")', 'toBe("tea")')  # the twin's: a test that fails
+
+
+@pytest.fixture(scope="module")
+def app_lock(box) -> str:
+    """The web app's lock, as the owner's install outside every job wrote it (its ~215 packages
+    in the box's cache)."""
+    projects.write(box, OWNERS_APP, projects.TS_APP)
+    projects.owners_install(box, OWNERS_APP)
+    return f"{OWNERS_APP}/package-lock.json"
+
+
+@pytest.mark.parametrize("variant", ["as-it-is", "twin-a-failing-test"])
+def test_a_web_app_is_built_linted_and_tested_by_its_own_toolchain_in_a_jobs_jail(box, app_lock, variant):
+    # A real framework's toolchain in the jail: Vite's native bundler, ESLint, Vitest's workers in jsdom.
+    files = dict(projects.TS_APP)
+    if variant != "as-it-is":
+        path, old, new = BROKEN_APP_TEST
+        files[path] = files[path].replace(old, new)
+    node = f"{WORK_ROOT}/{uuid.uuid4()}/node"
+    projects.write(box, node, files)
+    steps = "export npm_config_offline=true npm_config_audit=false && " + " && ".join(projects.TS_STEPS)
+    steps += " && ls dist/assets/*.js && npm ls --all --parseable | wc -l"
+    assert as_imd(box, f"cp {app_lock} {node}")[0] == 0
+    code, out = jobs.in_jail(box, steps, node=node, timeout=300)
+    out = re.sub(r"\x1b\[[0-9;]*m", "", out)  # Vitest's colours
+    if variant == "as-it-is":  # its last line: the packages npm ls lists (and the app's own)
+        assert code == 0 and projects.APP_PASSED in out and int(out.split()[-1]) > 200, out
+    else:
+        assert code != 0 and "Tests  1 failed | 3 passed (4)" in out, out
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""Real projects: a job's own commands (a TypeScript tool's npm ci, build and test; a Foundry
-project's forge build and its suites) in the job's jail and without it."""
+"""Real projects: a job's own commands (a TypeScript tool's and a React web app's npm ci, build
+and test; a Foundry project's forge build and its suites) in the job's jail and without it."""
 
 from __future__ import annotations
 

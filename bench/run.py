@@ -29,8 +29,9 @@ The worker's own steps on a contract task (clone to bundle, forge build and test
 the same way, through the box's hands (git and forge in the job's jail) and without them;
 and on a real contract job, a Uniswap v4 hook with v4-core and its libraries vendored
 (tests/harness/v4hook.py: v4-core and solc 0.8.26 from npm). A job's own commands on real
-projects (tests/harness/projects.py: a TypeScript tool's npm ci, build and test; a Foundry
-project's forge build and its unit and invariant suites) are timed in the job's jail and
+projects (tests/harness/projects.py: a TypeScript tool's and a React web app's npm ci, build
+and test, the app some 215 packages; a Foundry project's forge build and its unit and invariant
+suites) are timed in the job's jail and
 without it, each command's first run beside the rest.
 
 `box check` probes the internet and the walls. --harness runs the same check

@@ -581,7 +581,7 @@ def test_16_jobs_that_share_the_boxs_network(check, has_browser):
     # run and the worker reach a job's preview server.
     own = (
         ("--unshare-user --unshare-net ", "--unshare-user "),  # the network's namespace: the box's
-        ('/usr/bin/pasta "${net[@]}" -P "$fifo.pid" "$pid"', "true"),  # and nothing to make it
+        ('/usr/bin/pasta "${net[@]}" -P "$pidfile" "$pid"', "true"),  # and nothing to make it
     )
     report = check(patch=jail_with(*own), read_jail=True)
     expect_failed(report, {"read_jail"}, has_browser)

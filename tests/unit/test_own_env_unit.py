@@ -109,6 +109,16 @@ def test_a_script_runs_with_the_boxs_own_environment_whatever_it_was_given(given
     assert {k: v for k, v in got.items() if k not in ("SHLVL", "PWD", "_")} == own_env()
 
 
+def test_an_entry_bash_takes_for_no_variable_is_dropped_too(tmp_path):
+    # An exported function (bash's own form) and a name no shell variable has: bash lists neither
+    # among its variables, and the first would define `cd` in every script of the box.
+    env = {**own_env(), "BASH_FUNC_cd%%": "() { echo hijacked; }", "A-B": "1"}
+    r = switch('own_or_again "$0" "$@"\ncd / && env -0', env, tmp_path)
+    assert r.returncode == 0 and "hijacked" not in r.stdout, r
+    got = dict(e.split("=", 1) for e in r.stdout.split("\0") if e)
+    assert {k: v for k, v in got.items() if k not in ("SHLVL", "PWD", "OLDPWD", "_")} == own_env()
+
+
 def test_a_launcher_takes_its_callers_environment_as_data(tmp_path):
     env = {**own_env(), **HOSTILE, "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
     r = switch('given_or_again "$0" "$@"\necho "NODE_OPTIONS=${NODE_OPTIONS-none}"\ntr "\\0" "\\n" <&3', env, tmp_path)

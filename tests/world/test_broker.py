@@ -30,11 +30,6 @@ PROXY = f"http://127.0.0.1:{layout.BROKER_PORT}"
 
 
 @pytest.fixture(scope="module")
-def world():
-    return login.certificates()
-
-
-@pytest.fixture(scope="module")
 def box(docker_client, box_image, topology, agents, tmp_path_factory, world):
     with login.boxed(docker_client, box_image, topology, agents, tmp_path_factory, world) as container:
         yield container

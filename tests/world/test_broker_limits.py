@@ -131,11 +131,6 @@ def part(out: str, name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def world():
-    return login.certificates()
-
-
-@pytest.fixture(scope="module")
 def box(docker_client, box_image, topology, agents, tmp_path_factory, world):
     with login.boxed(docker_client, box_image, topology, agents, tmp_path_factory, world) as container:
         yield container

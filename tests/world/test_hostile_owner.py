@@ -63,11 +63,6 @@ def owners_before_the_fix(script: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def world():
-    return login.certificates()
-
-
-@pytest.fixture(scope="module")
 def box(docker_client, box_image, topology, agents, tmp_path_factory, world):
     with box_of(docker_client, box_image, topology, agents, tmp_path_factory.mktemp("ca"), world) as container:
         assert as_imd(container, in_view("true"))[0] == 0  # the worker's start: the view, the broker

@@ -57,11 +57,6 @@ pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agen
 
 
 @pytest.fixture(scope="module")
-def world():
-    return login.certificates()
-
-
-@pytest.fixture(scope="module")
 def box(docker_client, box_image, topology, agents, tmp_path_factory, world):
     with box_of(docker_client, box_image, topology, agents, tmp_path_factory.mktemp("ca"), world) as container:
         yield container

@@ -159,27 +159,37 @@ OWNERS_TS = "/home/imd/owner-ts"
 BROKEN_TEST = ("test/tool.test.ts", '"6")', '"7")')  # the twin's: a test that fails
 
 
+def owners_lock(box, folder: str, files: dict) -> str:
+    """A project's lock, as the owner's install outside every job wrote it (the box's cache warm
+    with its packages)."""
+    projects.write(box, folder, files)
+    projects.owners_install(box, folder)
+    return f"{folder}/package-lock.json"
+
+
+def npm_steps_in_a_jail(box, files: dict, lock: str, broken: tuple | None, more: str = "") -> tuple[int, str]:
+    """The project's TS_STEPS (and `more`) in a new job's node, in its jail, from the owner's
+    cache alone and with no audit: the test asks the registry nothing. `broken`: the twin's
+    (path, old, new) change to one of its files."""
+    files = dict(files)
+    if broken:
+        path, old, new = broken
+        files[path] = files[path].replace(old, new)
+    node = f"{WORK_ROOT}/{uuid.uuid4()}/node"
+    projects.write(box, node, files)
+    steps = "export npm_config_offline=true npm_config_audit=false && " + " && ".join(projects.TS_STEPS) + more
+    assert as_imd(box, f"cp {lock} {node}")[0] == 0
+    return jobs.in_jail(box, steps, node=node, timeout=300)
+
+
 @pytest.fixture(scope="module")
 def ts_lock(box) -> str:
-    """The TypeScript tool's lock, as the owner's install outside every job wrote it (the box's
-    cache warm with its packages)."""
-    projects.write(box, OWNERS_TS, projects.TS_TOOL)
-    projects.owners_install(box, OWNERS_TS)
-    return f"{OWNERS_TS}/package-lock.json"
+    return owners_lock(box, OWNERS_TS, projects.TS_TOOL)
 
 
 @pytest.mark.parametrize("variant", ["as-it-is", "twin-a-failing-test"])
 def test_a_typescript_tool_is_built_and_tested_by_its_own_scripts_in_a_jobs_jail(box, ts_lock, variant):
-    files = dict(projects.TS_TOOL)
-    if variant != "as-it-is":
-        path, old, new = BROKEN_TEST
-        files[path] = files[path].replace(old, new)
-    node = f"{WORK_ROOT}/{uuid.uuid4()}/node"
-    projects.write(box, node, files)
-    # From the owner's cache alone, and no audit: the test asks the registry nothing.
-    steps = "export npm_config_offline=true npm_config_audit=false && " + " && ".join(projects.TS_STEPS)
-    assert as_imd(box, f"cp {ts_lock} {node}")[0] == 0
-    code, out = jobs.in_jail(box, steps, node=node, timeout=300)
+    code, out = npm_steps_in_a_jail(box, projects.TS_TOOL, ts_lock, None if variant == "as-it-is" else BROKEN_TEST)
     if variant == "as-it-is":
         assert code == 0 and "ℹ pass 2" in out and "ℹ fail 0" in out, out
     else:
@@ -192,26 +202,15 @@ BROKEN_APP_TEST = ("src/App.test.tsx", 'toBe("coffee")', 'toBe("tea")')  # the t
 
 @pytest.fixture(scope="module")
 def app_lock(box) -> str:
-    """The web app's lock, as the owner's install outside every job wrote it (its ~215 packages
-    in the box's cache)."""
-    projects.write(box, OWNERS_APP, projects.TS_APP)
-    projects.owners_install(box, OWNERS_APP)
-    return f"{OWNERS_APP}/package-lock.json"
+    return owners_lock(box, OWNERS_APP, projects.TS_APP)  # its ~215 packages in the box's cache
 
 
 @pytest.mark.parametrize("variant", ["as-it-is", "twin-a-failing-test"])
 def test_a_web_app_is_built_linted_and_tested_by_its_own_toolchain_in_a_jobs_jail(box, app_lock, variant):
     # A real framework's toolchain in the jail: Vite's native bundler, ESLint, Vitest's workers in jsdom.
-    files = dict(projects.TS_APP)
-    if variant != "as-it-is":
-        path, old, new = BROKEN_APP_TEST
-        files[path] = files[path].replace(old, new)
-    node = f"{WORK_ROOT}/{uuid.uuid4()}/node"
-    projects.write(box, node, files)
-    steps = "export npm_config_offline=true npm_config_audit=false && " + " && ".join(projects.TS_STEPS)
-    steps += " && ls dist/assets/*.js && npm ls --all --parseable | wc -l"
-    assert as_imd(box, f"cp {app_lock} {node}")[0] == 0
-    code, out = jobs.in_jail(box, steps, node=node, timeout=300)
+    broken = None if variant == "as-it-is" else BROKEN_APP_TEST
+    more = " && ls dist/assets/*.js && npm ls --all --parseable | wc -l"
+    code, out = npm_steps_in_a_jail(box, projects.TS_APP, app_lock, broken, more)
     out = re.sub(r"\x1b\[[0-9;]*m", "", out)  # Vitest's colours
     if variant == "as-it-is":  # its last line: the packages npm ls lists (and the app's own)
         assert code == 0 and projects.APP_PASSED in out and int(out.split()[-1]) > 200, out

@@ -46,7 +46,9 @@ function machineScale() {
   const bare = starts.sort((a, b) => a - b)[1];
   return { bare, scale: Math.min(cfg.scale.max, Math.max(1, bare / cfg.scale.bare_ms)) };
 }
-export const MACHINE = machineScale();
+// The probe again in a job's jail (network.mjs fromJobsJail) takes the box's: the same machine,
+// timed a moment before, and three node starts fewer while the other lines wait for the jail.
+export const MACHINE = cfg.in_jail === true && typeof cfg.machine?.scale === "number" ? cfg.machine : machineScale();
 const scaled = (ms) => Math.round(Number(ms) * MACHINE.scale);
 // The browser's budget (box's one figure, imdbox/browser.py, handed in as check.mjs's argument)
 // and a tool's own limit (imdbox/check/runner.py): each stays under a line's limit (the

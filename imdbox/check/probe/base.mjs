@@ -22,6 +22,10 @@ import os from "node:os";
 import path from "node:path";
 
 export const cfg = JSON.parse(process.argv[1] || "{}");
+/** A program the probe hands to another process (a .cjs or .sh file beside the parts, which the
+ * linters check): its text. The one script (imdbox/check/bundle.py) holds each as a string in
+ * place of this call, as `const NAME = shipped("file");` alone on its line. */
+export const shipped = (name) => fs.readFileSync(new URL(name, import.meta.url), "utf8");
 export const RESULT_MARK = "IMD-BOX-CHECK "; // imdbox/check/runner.py reads the line it begins
 process.env.PATH = cfg.path || "/usr/sbin:/usr/bin:/sbin:/bin";
 /** A tool's path in the image; a name the config does not know cannot run (no PATH lookup). */

@@ -3,7 +3,8 @@
 import { cfg, LINE_MS, IN_JAIL, MACHINE, RESULT_MARK, late, lateness, onlyLate, short } from "./base.mjs";
 import { user, capabilities, noNewPrivs, seccomp, mounts, firewall, resources, secrets, readOnly, image } from "./box.mjs";
 import { mac, lan, tailscale, metadata, multicast, ipv6, dnsWall, internet, browser, hostAddrs, fromJobsJail } from "./network.mjs";
-import { cleanup, letLoginGo, MADE } from "./home.mjs";
+import path from "node:path";
+import { cleanup, letLoginGo, makeDirs, secretPaths, MADE } from "./home.mjs";
 import { readJail } from "./jail.mjs";
 import { jailedRoot } from "./root.mjs";
 import { MADE_HANDS, workerHands } from "./hands.mjs";
@@ -71,6 +72,13 @@ const wanted = (cfg.only && cfg.only.length ? cfg.only : Object.keys(CHECKS)).fi
 const jailed = IN_JAIL ? [] : wanted.filter((id) => cfg.from_a_jobs_jail.includes(id));
 const secretsFirst = wanted.includes("secrets") ? lines(["secrets"], {}) : [];
 await Promise.all(secretsFirst);
+// The folders several lines make their own in (the jobs' root, the Claude login's), made here
+// once the secrets line has seen the home as it was, and removed last: a line that made one
+// would remove it when it ends, while another line's files are still in it (it stays then).
+const SHARED = [];
+try {
+  for (const dir of [secretPaths().workRoot, path.dirname(secretPaths().claudeLogin)]) makeDirs(dir, SHARED);
+} catch {} // each line that needs one makes it, and says so when it cannot
 const quiet = wanted.filter((id) => id !== "secrets" && QUIET.has(id));
 const quietLines = lines(quiet, {});
 const fromJail = jailed.length ? fromJobsJail(jailed).catch((e) => ({ why: `the probe crashed: ${short(e && e.message, 150)}` })) : {};
@@ -81,6 +89,7 @@ cleanup(MADE);
 cleanup(MADE_HANDS);
 cleanup(MADE_VIEW);
 cleanup(MADE_LOGIN);
+cleanup(SHARED);
 letLoginGo(true);
 process.stdout.write(`${RESULT_MARK}${JSON.stringify({ results, jailed, machine: MACHINE })}\n`);
 process.exit(0);

@@ -27,6 +27,7 @@ def check(bench: Bench) -> None:
         extra += ["--targets", bench.args.check_targets]
     row = Row(label, goal=GOALS["check"], note="`box check --json`, wall time")
     fails: set[str] = set()
+    slowest: dict[str, list[int]] = {}
     for i in range(bench.args.runs):
         log(f"box check {i + 1}/{bench.args.runs}")
         t0 = time.perf_counter()
@@ -37,13 +38,24 @@ def check(bench: Bench) -> None:
         except json.JSONDecodeError:
             row.skipped = f"`box check` gave no report (exit {res.returncode}): {tail(res.stdout + res.stderr)}"
             break
-        fails |= (
-            {r.get("wall") or r.get("id") for r in report if not r.get("ok")} if isinstance(report, list) else set()
-        )
+        lines = report if isinstance(report, list) else []
+        fails |= {r.get("wall") or r.get("id") for r in lines if not r.get("ok")}
+        # Each line's time, as `box check --json` gives it beside the line.
+        for r in lines:
+            if isinstance(r.get("ms"), int):
+                slowest.setdefault(str(r.get("wall")), []).append(r["ms"])
         row.samples.append(elapsed)
+    if slowest:
+        row.note += slowest_lines(slowest)
     if fails and not row.skipped:
         row.note += f"; FAIL lines: {', '.join(sorted(map(str, fails)))}"
     bench.rows.append(row)
+
+
+def slowest_lines(ms: dict[str, list[int]], n: int = 4) -> str:
+    """The row's note on where the check's time goes: its `n` slowest lines, each its median."""
+    lines = sorted(ms.items(), key=lambda kv: -statistics.median(kv[1]))[:n]
+    return "; slowest lines: " + ", ".join(f"{w} {statistics.median(t):.0f} ms" for w, t in lines)
 
 
 def _check_harness(bench: Bench, label: str) -> None:
@@ -51,7 +63,10 @@ def _check_harness(bench: Bench, label: str) -> None:
     from tests.harness import topology as topo_mod
 
     row = Row(label, goal=GOALS["check"], note="run_check (what `box check` runs) on the test networks")
-    bare = Row("a bare walled start", note="the same box's flags: the entrypoint, the walls set and verified, `true`")
+    bare = Row(
+        "a bare walled start",
+        note="`box start`'s flags (engine.flags) on the default network: the entrypoint, the walls set and verified, `true`",
+    )
     volume = f"{PREFIX}checkhome-{bench.run_id}"
     bench.client.volumes.create(volume, labels={"imd-bench": "1"})
     targets = topo_mod.check_targets()
@@ -78,11 +93,11 @@ def _check_harness(bench: Bench, label: str) -> None:
                     fails |= set(report.failed())
                     for wall, ms in report.probe_ms.items():
                         slowest.setdefault(wall, []).append(ms)
-                    # Side by side with the check, the same box started bare: what a start costs.
+                    # Side by side with the check, a box started bare as `box start` makes the
+                    # user's: what a start costs.
                     log(f"bare start {i + 1}/{bench.args.runs}")
-                    bare.samples.append(bare_start(bench, eng, topo))
-                lines = sorted(slowest.items(), key=lambda kv: -statistics.median(kv[1]))[:4]
-                row.note += "; slowest lines: " + ", ".join(f"{w} {statistics.median(ms):.0f} ms" for w, ms in lines)
+                    bare.samples.append(bare_start(bench, eng))
+                row.note += slowest_lines(slowest)
                 if fails:
                     row.note += f"; FAIL lines: {', '.join(sorted(fails))}"
             finally:
@@ -96,15 +111,16 @@ def _check_harness(bench: Bench, label: str) -> None:
         bench.rows += [bare, cost_row("`box check` / a bare walled start", row, bare, GOALS["check_starts"])]
 
 
-def bare_start(bench: Bench, eng, topo) -> float:
-    """The seconds of a walled box made as run_check makes the check's (the same flags, networks
-    and names), whose command is `true`: its entrypoint sets and verifies the walls, and it ends."""
-    flags = engine.flags(eng, "check", ["/bin/true"], network_name=topo.network_names[0])
-    kwargs = {**flags.sdk_kwargs(), "extra_hosts": dict(topo.extra_hosts), "name": f"{PREFIX}bare-{bench.run_id}"}
+def bare_start(bench: Bench, eng) -> float:
+    """The seconds of a walled box made as `box start` makes the user's (engine.flags: the
+    product's flags, on the engine's network, the default bridge; no test network, no extra
+    host), whose command is `true`: its entrypoint sets and verifies the walls, and it ends.
+    The check's own box runs on the test networks (--harness: nothing leaves the machine); a
+    user's box never has those, so they are no part of what a start costs."""
+    flags = engine.flags(eng, "check", ["/bin/true"], name=f"{PREFIX}bare-{bench.run_id}")
+    kwargs = flags.sdk_kwargs()
     t0 = time.perf_counter()
     with throwaway(bench.client, kwargs, kwargs["name"]) as box:
-        for extra in topo.network_names[1:]:
-            bench.client.networks.get(extra).connect(box)
         box.start()
         code = box.wait(timeout=120)["StatusCode"]
         if code != 0:

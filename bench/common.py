@@ -26,7 +26,7 @@ GOALS = {
     "image": 1.5 * GB,
     "warm": 15.0,
     "check": 10.0,
-    "check_starts": 8.0,  # the whole check over a bare walled start of the same box, side by side
+    "check_starts": 8.0,  # the whole check over a bare walled start as `box start` makes it, side by side
     "start": 1.0,  # `box start` until the worker process runs
     "help": 0.3,
     "job": 20.0,

@@ -1,5 +1,5 @@
 // The JS gate: ESLint's recommended rules for every .mjs/.js file, which all run on node
-// as ES modules. An empty catch is how the probe says "this attempt may fail"; an unused
+// as ES modules, and every .cjs file (the programs box check's probe ships: CommonJS). An empty catch is how the probe says "this attempt may fail"; an unused
 // name is allowed only as the rest of an object taken apart, or when it starts with "_".
 import js from "@eslint/js";
 import globals from "globals";
@@ -13,5 +13,10 @@ export default [
       "no-empty": ["error", { allowEmptyCatch: true }],
       "no-unused-vars": ["error", { ignoreRestSiblings: true, varsIgnorePattern: "^_", argsIgnorePattern: "^_" }],
     },
+  },
+  {
+    files: ["**/*.cjs"],
+    languageOptions: { ecmaVersion: 2024, sourceType: "commonjs", globals: { ...globals.node } },
+    rules: { "no-empty": ["error", { allowEmptyCatch: true }] },
   },
 ];

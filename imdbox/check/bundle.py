@@ -1,12 +1,15 @@
 """The probe's parts (probe/*.mjs, ES modules of their own, each linted as one) as the one
 script `box check` ships (`node --input-type=module -e <script>`): each part after the parts
 it imports, as node would run them, its imports of the others gone, node's built-in modules
-imported once at the top, `export` gone. It reads these files, not any JS: what it does not
-know how to put together it refuses, by name.
+imported once at the top, `export` gone. The programs the probe hands to other processes
+(probe/*.cjs, *.sh: files of their own, which the linters check) go in as strings where a part
+says `const NAME = shipped("file");`. It reads these files, not any JS: what it does not know
+how to put together it refuses, by name.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +20,12 @@ PROBE_MAIN = "main.mjs"
 _IMPORT = re.compile(r'^import (?:(\w+)|\{ ([\w, ]+) \}) from "([^"]+)";$')
 _PART = re.compile(r"^\./([\w-]+\.mjs)$")
 _EXPORT = re.compile(r"^export (?:async function|function|const|let|class) (\w+)\b")
+# A program the probe ships, by its file's name beside the parts (base.mjs `shipped` reads it
+# when a part runs on its own).
+_SHIPPED = re.compile(r'^((?:export )?const \w+ = )shipped\("([\w-]+\.(?:cjs|sh))"\);$')
+_SHIPPED_CALL = re.compile(r"\bshipped\(")
+# Each kind's whole-line comments, which the script leaves out (its size: see probe_source).
+_COMMENT = {".cjs": "//", ".sh": "#"}
 
 
 @dataclass(frozen=True)
@@ -44,6 +53,7 @@ def _read_part(directory: Path, name: str) -> _Part:
         opening = opening and line.startswith("//")
         if opening:
             continue
+        line = _inlined(directory, name, n, line)
         if line.startswith("export "):
             m = _EXPORT.match(line)
             if m is None:
@@ -69,6 +79,27 @@ def _read_part(directory: Path, name: str) -> _Part:
         else:
             parts.setdefault(part.group(1), []).extend(names_)
     return _Part(parts, others, exports, body)
+
+
+def _inlined(directory: Path, name: str, n: int, line: str) -> str:
+    """The line, with a program it ships (`const X = shipped("file");`) as a string of the file's
+    text, less its whole-line comments (a script's first line, its #!, stays). Any other call of
+    `shipped` is refused: the script has no files beside it to read."""
+    m = _SHIPPED.match(line)
+    if m is None:
+        said = line.lstrip().startswith(("//", "*", "/*")) or line.startswith("export const shipped")
+        if _SHIPPED_CALL.search(line) and not said:
+            raise ValueError(
+                f'{name}:{n}: a program is shipped as its own line, `const NAME = shipped("file");`: {line}'
+            )
+        return line
+    path = directory / m.group(2)
+    if not path.is_file():
+        raise ValueError(f"{name}:{n}: ships {m.group(2)}, which is not in {directory}")
+    mark = _COMMENT[path.suffix]
+    lines = path.read_text().splitlines()
+    kept = [x for i, x in enumerate(lines) if not x.lstrip().startswith(mark) or (i == 0 and x.startswith("#!"))]
+    return f"{m.group(1)}{json.dumps(chr(10).join(kept) + chr(10))};"
 
 
 def _read_parts(directory: Path, main: str) -> tuple[list[str], dict[str, _Part]]:

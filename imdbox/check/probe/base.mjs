@@ -22,6 +22,10 @@ import os from "node:os";
 import path from "node:path";
 
 export const cfg = JSON.parse(process.argv[1] || "{}");
+/** A program the probe hands to another process (a .cjs or .sh file beside the parts, which the
+ * linters check): its text. The one script (imdbox/check/bundle.py) holds each as a string in
+ * place of this call, as `const NAME = shipped("file");` alone on its line. */
+export const shipped = (name) => fs.readFileSync(new URL(name, import.meta.url), "utf8");
 export const RESULT_MARK = "IMD-BOX-CHECK "; // imdbox/check/runner.py reads the line it begins
 process.env.PATH = cfg.path || "/usr/sbin:/usr/bin:/sbin:/bin";
 /** A tool's path in the image; a name the config does not know cannot run (no PATH lookup). */
@@ -46,7 +50,9 @@ function machineScale() {
   const bare = starts.sort((a, b) => a - b)[1];
   return { bare, scale: Math.min(cfg.scale.max, Math.max(1, bare / cfg.scale.bare_ms)) };
 }
-export const MACHINE = machineScale();
+// The probe again in a job's jail (network.mjs fromJobsJail) takes the box's: the same machine,
+// timed a moment before, and three node starts fewer while the other lines wait for the jail.
+export const MACHINE = cfg.in_jail === true && typeof cfg.machine?.scale === "number" ? cfg.machine : machineScale();
 const scaled = (ms) => Math.round(Number(ms) * MACHINE.scale);
 // The browser's budget (box's one figure, imdbox/browser.py, handed in as check.mjs's argument)
 // and a tool's own limit (imdbox/check/runner.py): each stays under a line's limit (the

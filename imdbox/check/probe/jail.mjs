@@ -156,7 +156,7 @@ function startJobsWork(workspace, dir, sandboxed, asked) {
   return startDriver(workspace, {
     ms: TOOL_MS,
     page,
-    server: sandboxed(process.execPath, "-e", PREVIEW_SERVER, PREVIEW_TOKEN),
+    server: sandboxed(process.execPath, "-e", PREVIEW_SERVER, PREVIEW_TOKEN, String(TOOL_MS)),
     next: sandboxed(tool("sh"), "-c", NEXT_COMMAND, "jail", "IMD-PREVIEW-URL", cfg.internet_url, NET_CLIENT, ...asked),
     // The page may read files (a flag no job's browser has): what the jail holds is all it
     // can reach, so the jail, not Playwright's file:// guardrail, is what is proved.

@@ -3,7 +3,8 @@
 import { cfg, LINE_MS, IN_JAIL, MACHINE, RESULT_MARK, late, lateness, onlyLate, short } from "./base.mjs";
 import { user, capabilities, noNewPrivs, seccomp, mounts, firewall, resources, secrets, readOnly, image } from "./box.mjs";
 import { mac, lan, tailscale, metadata, multicast, ipv6, dnsWall, internet, browser, hostAddrs, fromJobsJail } from "./network.mjs";
-import { cleanup, letLoginGo, MADE } from "./home.mjs";
+import path from "node:path";
+import { cleanup, letLoginGo, makeDirs, secretPaths, MADE } from "./home.mjs";
 import { readJail } from "./jail.mjs";
 import { jailedRoot } from "./root.mjs";
 import { MADE_HANDS, workerHands } from "./hands.mjs";
@@ -38,32 +39,57 @@ const guarded = (id, fn) => lateness.run([], async () => {
   }
 });
 
+// Lines that send nothing out of the box (no packet past its loopback, nor one its firewall
+// refuses): they run while a job's jail runs the network lines again, whose verdict is the
+// firewall's counters read around it (counters.py: nothing else may count then). Every other
+// line waits for the jail.
+const QUIET = new Set(["user", "capabilities", "no_new_privs", "seccomp", "mounts", "firewall", "resources", "image", "read_only", "worker_hands", "worker_view"]); // prettier-ignore
+
+/** A line's result as main prints it, `fromJail` the same line's from a job's jail, if it ran there. */
+function resultOf(id, r, started, fromJail) {
+  const unreached = r.unreached === true;
+  const isLate = r.ok !== true && r.late === true;
+  if (!jailed.includes(id)) return { id, ok: r.ok === true, detail: String(r.detail), unreached, late: isLate, ms: Date.now() - started };
+  const j = fromJail[id] || { ok: false, detail: fromJail.why || "no result", late: fromJail.late === true };
+  // Late when neither side has evidence of an open wall: each is ok or late, and one is late.
+  const ok = r.ok === true && j.ok === true;
+  const late = !ok && (r.ok === true || isLate) && (j.ok === true || j.late === true);
+  const both = { ok, unreached: unreached && j.ok === true, late };
+  return { id, ...both, detail: `${r.detail}; from a job's jail: ${j.detail}`, ms: Date.now() - started };
+}
+
+/** Each line of `ids`, side by side, once `before` is done (its time its own from then). */
+const lines = (ids, before) =>
+  ids.map(async (id) => {
+    const fromJail = await before;
+    const started = Date.now();
+    return resultOf(id, await guarded(id, CHECKS[id]), started, fromJail);
+  });
+
 // secrets reads modes before read_jail may add canaries beside them (and before the network
 // lines from a job's jail make its workspace).
 const wanted = (cfg.only && cfg.only.length ? cfg.only : Object.keys(CHECKS)).filter((id) => CHECKS[id]);
-const secretsFirst = wanted.includes("secrets") ? guarded("secrets", CHECKS.secrets) : null;
-if (secretsFirst) await secretsFirst;
 const jailed = IN_JAIL ? [] : wanted.filter((id) => cfg.from_a_jobs_jail.includes(id));
-const fromJail = jailed.length ? await fromJobsJail(jailed).catch((e) => ({ why: `the probe crashed: ${short(e && e.message, 150)}` })) : {};
-const results = await Promise.all(
-  wanted.map(async (id) => {
-    const started = Date.now();
-    const r = id === "secrets" ? await secretsFirst : await guarded(id, CHECKS[id]);
-    const unreached = r.unreached === true;
-    const isLate = r.ok !== true && r.late === true;
-    if (!jailed.includes(id)) return { id, ok: r.ok === true, detail: String(r.detail), unreached, late: isLate, ms: Date.now() - started };
-    const j = fromJail[id] || { ok: false, detail: fromJail.why || "no result", late: fromJail.late === true };
-    // Late when neither side has evidence of an open wall: each is ok or late, and one is late.
-    const ok = r.ok === true && j.ok === true;
-    const late = !ok && (r.ok === true || isLate) && (j.ok === true || j.late === true);
-    const both = { ok, unreached: unreached && j.ok === true, late };
-    return { id, ...both, detail: `${r.detail}; from a job's jail: ${j.detail}`, ms: Date.now() - started };
-  }),
-);
+const secretsFirst = wanted.includes("secrets") ? lines(["secrets"], {}) : [];
+await Promise.all(secretsFirst);
+// The folders several lines make their own in (the jobs' root, the Claude login's), made here
+// once the secrets line has seen the home as it was, and removed last: a line that made one
+// would remove it when it ends, while another line's files are still in it (it stays then).
+const SHARED = [];
+try {
+  for (const dir of [secretPaths().workRoot, path.dirname(secretPaths().claudeLogin)]) makeDirs(dir, SHARED);
+} catch {} // each line that needs one makes it, and says so when it cannot
+const quiet = wanted.filter((id) => id !== "secrets" && QUIET.has(id));
+const quietLines = lines(quiet, {});
+const fromJail = jailed.length ? fromJobsJail(jailed).catch((e) => ({ why: `the probe crashed: ${short(e && e.message, 150)}` })) : {};
+const rest = lines(wanted.filter((id) => id !== "secrets" && !QUIET.has(id)), fromJail);
+const byId = Object.fromEntries((await Promise.all([...secretsFirst, ...quietLines, ...rest])).map((r) => [r.id, r]));
+const results = wanted.map((id) => byId[id]);
 cleanup(MADE);
 cleanup(MADE_HANDS);
 cleanup(MADE_VIEW);
 cleanup(MADE_LOGIN);
+cleanup(SHARED);
 letLoginGo(true);
 process.stdout.write(`${RESULT_MARK}${JSON.stringify({ results, jailed, machine: MACHINE })}\n`);
 process.exit(0);

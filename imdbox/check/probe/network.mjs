@@ -6,7 +6,7 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { cfg, HOME, PORT, TOOL_MS, LINE_MS, CONNECT_MS, V6_CONNECT_MS, BROWSER_BUDGET_MS, BROWSER_SLACK_MS, IN_JAIL, RESULT_MARK, REFUSALS, short, run, unusable, tcp, udp, refusedAll, dnsQuery, within } from "./base.mjs";
+import { cfg, HOME, PORT, TOOL_MS, LINE_MS, CONNECT_MS, V6_CONNECT_MS, BROWSER_BUDGET_MS, BROWSER_SLACK_MS, IN_JAIL, MACHINE, RESULT_MARK, REFUSALS, short, run, unusable, tcp, udp, refusedAll, dnsQuery, within } from "./base.mjs";
 import { secretPaths, makeDirs, CANARY, MADE } from "./home.mjs";
 import { inAJobsJail } from "./jobs.mjs";
 
@@ -230,7 +230,7 @@ export async function fromJobsJail(ids) {
     return { why: `cannot make the job's workspace in ${HOME} (${e.code || e})` };
   }
   const box = await boxListener();
-  const config = { ...cfg, in_jail: true, only: ids, port: box.address().port, jail_names: Object.fromEntries(await macAddresses()) };
+  const config = { ...cfg, in_jail: true, machine: MACHINE, only: ids, port: box.address().port, jail_names: Object.fromEntries(await macAddresses()) };
   let r = null;
   if (await countersRead(cfg.count.steps[0])) {
     // Within a line's limit, as each of them: the other lines wait for it.

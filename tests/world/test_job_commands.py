@@ -167,15 +167,17 @@ def owners_lock(box, folder: str, files: dict) -> str:
     return f"{folder}/package-lock.json"
 
 
-def npm_steps_in_a_jail(box, files: dict, lock: str, broken: tuple | None, more: str = "") -> tuple[int, str]:
-    """The project's TS_STEPS (and `more`) in a new job's node, in its jail, from the owner's
-    cache alone and with no audit: the test asks the registry nothing. `broken`: the twin's
-    (path, old, new) change to one of its files."""
+def npm_steps_in_a_jail(
+    box, files: dict, lock: str, broken: tuple | None, more: str = "", node: str = ""
+) -> tuple[int, str]:
+    """The project's TS_STEPS (and `more`) in a job's node (a new one by default), in its jail,
+    from the owner's cache alone and with no audit: the test asks the registry nothing.
+    `broken`: the twin's (path, old, new) change to one of its files."""
     files = dict(files)
     if broken:
         path, old, new = broken
         files[path] = files[path].replace(old, new)
-    node = f"{WORK_ROOT}/{uuid.uuid4()}/node"
+    node = node or f"{WORK_ROOT}/{uuid.uuid4()}/node"
     projects.write(box, node, files)
     steps = "export npm_config_offline=true npm_config_audit=false && " + " && ".join(projects.TS_STEPS) + more
     assert as_imd(box, f"cp {lock} {node}")[0] == 0
@@ -205,17 +207,30 @@ def app_lock(box) -> str:
     return owners_lock(box, OWNERS_APP, projects.TS_APP)  # its ~215 packages in the box's cache
 
 
-@pytest.mark.parametrize("variant", ["as-it-is", "twin-a-failing-test"])
-def test_a_web_app_is_built_linted_and_tested_by_its_own_toolchain_in_a_jobs_jail(box, app_lock, variant):
-    # A real framework's toolchain in the jail: Vite's native bundler, ESLint, Vitest's workers in jsdom.
-    broken = None if variant == "as-it-is" else BROKEN_APP_TEST
+@pytest.fixture(scope="module")
+def app_run(box, app_lock) -> tuple[str, int, str]:
+    """The web app's steps in a job's node and jail: the node, the exit code, what they printed
+    (Vitest's colours taken out). Its last line: the packages npm ls lists (and the app's own)."""
+    node = f"{WORK_ROOT}/{uuid.uuid4()}/node"
     more = " && ls dist/assets/*.js && npm ls --all --parseable | wc -l"
-    code, out = npm_steps_in_a_jail(box, projects.TS_APP, app_lock, broken, more)
-    out = re.sub(r"\x1b\[[0-9;]*m", "", out)  # Vitest's colours
-    if variant == "as-it-is":  # its last line: the packages npm ls lists (and the app's own)
-        assert code == 0 and projects.APP_PASSED in out and int(out.split()[-1]) > 200, out
-    else:
-        assert code != 0 and "Tests  1 failed | 3 passed (4)" in out, out
+    code, out = npm_steps_in_a_jail(box, projects.TS_APP, app_lock, None, more, node=node)
+    return node, code, re.sub(r"\x1b\[[0-9;]*m", "", out)
+
+
+def test_a_web_app_is_built_linted_and_tested_by_its_own_toolchain_in_a_jobs_jail(app_run):
+    # A real framework's toolchain in the jail: Vite's native bundler, ESLint, Vitest's workers in jsdom.
+    _, code, out = app_run
+    assert code == 0 and projects.APP_PASSED in out and int(out.split()[-1]) > 200, out
+
+
+def test_twin_the_web_apps_failing_test_fails_its_run(box, app_run):
+    # The same node, one of its tests made to fail: `npm test` alone again, in a job's jail (its
+    # install and build are the run's above, which the test needs not repeat).
+    node = app_run[0]
+    path, old, new = BROKEN_APP_TEST
+    assert as_imd(box, f"sed -i 's/{old}/{new}/' {node}/{path}")[0] == 0
+    code, out = jobs.in_jail(box, "npm_config_offline=true npm test", node=node, timeout=300)
+    assert code != 0 and "Tests  1 failed | 3 passed (4)" in re.sub(r"\x1b\[[0-9;]*m", "", out), out
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,8 @@
 script `box check` ships (`node --input-type=module -e <script>`): each part after the parts
 it imports, as node would run them, its imports of the others gone, node's built-in modules
 imported once at the top, `export` gone. The programs the probe hands to other processes
-(probe/*.cjs, *.sh: files of their own, which the linters check) go in as strings where a part
+(probe/*.cjs, *.sh, the browser's page.html and page.js, line 17's connect.cjs: files of their own,
+which the linters check) go in as strings where a part
 says `const NAME = shipped("file");`. It reads these files, not any JS: what it does not know
 how to put together it refuses, by name.
 """
@@ -22,10 +23,10 @@ _PART = re.compile(r"^\./([\w-]+\.mjs)$")
 _EXPORT = re.compile(r"^export (?:async function|function|const|let|class) (\w+)\b")
 # A program the probe ships, by its file's name beside the parts (base.mjs `shipped` reads it
 # when a part runs on its own).
-_SHIPPED = re.compile(r'^((?:export )?const \w+ = )shipped\("([\w-]+\.(?:cjs|sh))"\);$')
+_SHIPPED = re.compile(r'^((?:export )?const \w+ = )shipped\("([\w-]+\.(?:cjs|js|sh|html))"\);$')
 _SHIPPED_CALL = re.compile(r"\bshipped\(")
 # Each kind's whole-line comments, which the script leaves out (its size: see probe_source).
-_COMMENT = {".cjs": "//", ".sh": "#"}
+_COMMENT = {".cjs": "//", ".js": "//", ".sh": "#", ".html": None}
 
 
 @dataclass(frozen=True)
@@ -83,8 +84,8 @@ def _read_part(directory: Path, name: str) -> _Part:
 
 def _inlined(directory: Path, name: str, n: int, line: str) -> str:
     """The line, with a program it ships (`const X = shipped("file");`) as a string of the file's
-    text, less its whole-line comments (a script's first line, its #!, stays). Any other call of
-    `shipped` is refused: the script has no files beside it to read."""
+    text, less its whole-line comments (a script's first line, its #!, stays; a page keeps every
+    line). Any other call of `shipped` is refused: the script has no files beside it to read."""
     m = _SHIPPED.match(line)
     if m is None:
         said = line.lstrip().startswith(("//", "*", "/*")) or line.startswith("export const shipped")
@@ -98,7 +99,8 @@ def _inlined(directory: Path, name: str, n: int, line: str) -> str:
         raise ValueError(f"{name}:{n}: ships {m.group(2)}, which is not in {directory}")
     mark = _COMMENT[path.suffix]
     lines = path.read_text().splitlines()
-    kept = [x for i, x in enumerate(lines) if not x.lstrip().startswith(mark) or (i == 0 and x.startswith("#!"))]
+    shebang = 1 if lines and lines[0].startswith("#!") else 0
+    kept = lines[:shebang] + [x for x in lines[shebang:] if not (mark and x.lstrip().startswith(mark))]
     return f"{m.group(1)}{json.dumps(chr(10).join(kept) + chr(10))};"
 
 

@@ -326,6 +326,81 @@ def test_what_the_bundler_refuses(tmp_path, main, other, why):
         bundler.probe_source(tmp_path)
 
 
+SHIPPING_BASE = (
+    'import fs from "node:fs";\n'
+    'export const shipped = (name) => fs.readFileSync(new URL(name, import.meta.url), "utf8");\n'
+)
+
+
+def test_a_shipped_program_goes_in_as_its_text(tmp_path):
+    """`const X = shipped("file");` is the file's text in the one script, less its whole-line
+    comments (a script's #! stays): what runs is the same program as when the part reads it."""
+    write_parts(
+        tmp_path,
+        {
+            "base.mjs": SHIPPING_BASE,
+            "main.mjs": 'import { spawnSync } from "node:child_process";\n'
+            'import { shipped } from "./base.mjs";\n'
+            'const SAY = shipped("say.sh");\n'
+            'export const ADD = shipped("add.cjs");\n'
+            'const sh = spawnSync("sh", ["-c", SAY, "say", "a b"], { encoding: "utf8" }).stdout;\n'
+            'const js = spawnSync(process.execPath, ["-e", ADD, "2", "3"], { encoding: "utf8" }).stdout;\n'
+            "console.log(sh + js);\n",
+            "say.sh": '#!/bin/sh\n# its value is an argument, never spliced in\necho "said $1"\n',
+            "add.cjs": "// adds its arguments\nconsole.log(Number(process.argv[1]) + Number(process.argv[2]));\n",
+        },
+    )
+    bundle = bundler.probe_source(tmp_path)
+    assert 'const SAY = "#!/bin/sh\\necho \\"said $1\\"\\n";' in bundle
+    assert 'const ADD = "console.log(Number(process.argv[1]) + Number(process.argv[2]));\\n";' in bundle
+    assert "shipped(" not in bundle
+    node = subprocess.run(["which", "node"], capture_output=True, text=True).stdout.strip()
+    if not node:
+        pytest.skip("node is not installed here")
+    as_modules = subprocess.run([node, str(tmp_path / "main.mjs")], capture_output=True, text=True)
+    as_one = subprocess.run([node, "--input-type=module", "-e", bundle], capture_output=True, text=True)
+    assert as_modules.returncode == as_one.returncode == 0, (as_modules.stderr, as_one.stderr)
+    assert as_one.stdout == as_modules.stdout == "said a b\n5\n\n"
+
+
+@pytest.mark.parametrize(
+    "line, why",
+    [
+        ('const S = shipped("gone.sh");', "ships gone.sh, which is not in"),
+        ("const S = shipped(name);", "a program is shipped as its own line"),
+        ('run(shipped("s.sh"));', "a program is shipped as its own line"),
+        ('const S = shipped("s.sh") + ";";', "a program is shipped as its own line"),
+        ('const S = shipped("s.py");', "a program is shipped as its own line"),
+        ('const S = shipped("../s.sh");', "a program is shipped as its own line"),
+    ],
+)
+def test_any_other_use_of_shipped_is_refused(tmp_path, line, why):
+    """The script has no files beside it: a call of `shipped` the bundler cannot put in as a
+    string would read nothing there, so it is refused, by the part's name and line."""
+    write_parts(
+        tmp_path,
+        {
+            "base.mjs": SHIPPING_BASE,
+            "main.mjs": f'import {{ shipped }} from "./base.mjs";\nconst name = "s.sh";\n{line}\n',
+            "s.sh": "echo s\n",
+            "s.py": "print(1)\n",
+        },
+    )
+    with pytest.raises(ValueError, match=re.escape(f"main.mjs:3: {why}")):
+        bundler.probe_source(tmp_path)
+
+
+def test_every_program_beside_the_parts_is_shipped():
+    """Each file beside the parts that is not a part is a program some part ships, and the one
+    script calls `shipped` nowhere (it has no files beside it)."""
+    parts = "\n".join((bundler.PROBE_DIR / p).read_text() for p in bundler.probe_order())
+    named = set(re.findall(r'= shipped\("([\w.-]+)"\);$', parts, re.M))
+    programs = {p.name for p in bundler.PROBE_DIR.iterdir() if p.suffix != ".mjs"}
+    assert named == programs
+    calls = [line for line in runner.probe_source().splitlines() if "shipped(" in line]
+    assert all(line.lstrip().startswith("*") for line in calls), calls  # base.mjs's doc comment
+
+
 def test_targets_file(tmp_path):
     f = tmp_path / "t.json"
     f.write_text(json.dumps({"lan": ["10.1.2.3"], "multicast": [["224.0.0.251", 5353]]}))

@@ -2,7 +2,8 @@
 // network of its own), run by the image's node in the jail (`node -e`, CommonJS): it starts the
 // preview server in the sandbox, then runs the next command and the browser; it prints what each
 // gave, and holds the server until its stdin closes, while others try to reach it from outside
-// the jail. Its argument: the work (jobs.mjs startDriver). Shipped as text (bundle.py).
+// the jail. Its argument: the work (jobs.mjs startDriver); its page is the browser's page.json,
+// where it puts the preview's URL. Shipped as text (bundle.py).
 const { spawn } = require("node:child_process");
 const fs = require("node:fs");
 const c = JSON.parse(process.argv[1]);
@@ -33,7 +34,7 @@ server.stdout.on("data", async (d) => {
   clearTimeout(timer);
   const url = "http://127.0.0.1:" + m[1] + "/";
   say("preview", { url });
-  fs.writeFileSync(c.page, fs.readFileSync(c.page, "utf8").replace("IMD-PREVIEW-URL", url));
+  fs.writeFileSync(c.page, JSON.stringify({ ...JSON.parse(fs.readFileSync(c.page, "utf8")), preview: url }));
   const [next, browser] = await Promise.all([runIt(c.next.map((a) => (a === "IMD-PREVIEW-URL" ? url : a))), runIt(c.browser)]);
   say("next", next);
   say("browser", browser);

@@ -7,10 +7,10 @@ import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
-import { cfg, tool, HOME, TOOL_MS, late, onlyLate, short, run, unusable } from "./base.mjs";
+import { cfg, tool, HOME, TOOL_MS, CONNECT_MS, late, onlyLate, short, run, unusable } from "./base.mjs";
 import { secretPaths, CANARY, MADE, makeCanary, cleanup, readRegular, claudeLogin, letLoginGo } from "./home.mjs";
 import { inAJobsJail, inCodexsSandbox, startDriver } from "./jobs.mjs";
-import { PREVIEW_SERVER, NET_CLIENT, READS, NEXT_COMMAND, browserPage } from "./shipped.mjs";
+import { PREVIEW_SERVER, NET_CLIENT, READS, PAGE_HTML, PAGE_SCRIPT } from "./shipped.mjs";
 
 const sha256 = (file) => createHash("sha256").update(readRegular(file)).digest("hex");
 const digestOfBase64 = (b64) => createHash("sha256").update(Buffer.from(b64, "base64")).digest("hex");
@@ -150,23 +150,33 @@ function claudesSandbox(dir, sb) {
  * reads each file of `asked` and fetches the internet URL, and by the browser, whose page (in
  * `dir`) reads each file and the preview. */
 function startJobsWork(workspace, dir, sandboxed, asked) {
-  // The page reads each file and the preview, whose URL the driver puts in once it is known.
+  // The page reads each file and the preview that page.json names: the driver puts the preview's
+  // URL in once it is known.
   const page = path.join(dir, "page.html");
-  fs.writeFileSync(page, browserPage(asked, "IMD-PREVIEW-URL"));
+  fs.writeFileSync(page, PAGE_HTML);
+  fs.writeFileSync(path.join(dir, "page.js"), PAGE_SCRIPT);
+  fs.writeFileSync(path.join(dir, "page.json"), JSON.stringify({ files: asked, preview: null }));
   return startDriver(workspace, {
     ms: TOOL_MS,
-    page,
+    page: path.join(dir, "page.json"),
     server: sandboxed(process.execPath, "-e", PREVIEW_SERVER, PREVIEW_TOKEN, String(TOOL_MS)),
-    next: sandboxed(tool("sh"), "-c", NEXT_COMMAND, "jail", "IMD-PREVIEW-URL", cfg.internet_url, NET_CLIENT, ...asked),
+    next: sandboxed(...nextCommand("IMD-PREVIEW-URL", asked)),
     // The page may read files (a flag no job's browser has): what the jail holds is all it
     // can reach, so the jail, not Playwright's file:// guardrail, is what is proved.
     browser: [tool("chromium"), "--allow-file-access-from-files", "--dump-dom", `file://${page}`],
   });
 }
 
+/** A shell's reads of each file of `asked`, then `command` in its place: the argv. */
+const reads = (asked, ...command) => [tool("sh"), "-c", READS, "jail", tool("sha256sum"), String(asked.length), ...asked, ...command];
+/** The preview server's client: node's arguments to fetch `preview` (and, when given, `internet`). */
+const netClient = (...urls) => ["-e", NET_CLIENT, String(CONNECT_MS * 2), ...urls];
+/** The next command of a job's work: the reads of `asked`, then the client of `preview`. */
+const nextCommand = (preview, asked) => reads(asked, process.execPath, ...netClient(preview, cfg.internet_url));
+
 /** Claude's own tools, which run in the jail outside its sandbox (a shell there), reading each
  * file of `asked` from `workspace`: run()'s arguments. */
-const theJailsOwnTools = (workspace, asked) => inAJobsJail(workspace, tool("sh"), "-c", READS, "jail", ...asked);
+const theJailsOwnTools = (workspace, asked) => inAJobsJail(workspace, ...reads(asked));
 
 /** While a job's preview server runs: the driver's next command and browser, and who else tries
  * the server: another job's run (a jail of another workspace's, `other`), the worker itself, and
@@ -174,11 +184,11 @@ const theJailsOwnTools = (workspace, asked) => inAJobsJail(workspace, tool("sh")
 async function whileThePreviewRuns(driver, preview, { workspace, other, codex, asked }) {
   const [runs, fromOther, fromWorker, codexRun] = await Promise.all([
     driver.runs,
-    run(...inAJobsJail(other, process.execPath, "-e", NET_CLIENT, preview.url)),
-    run(process.execPath, ["-e", NET_CLIENT, preview.url]),
+    run(...inAJobsJail(other, process.execPath, ...netClient(preview.url))),
+    run(process.execPath, netClient(preview.url)),
     // A Codex job's commands: Codex's sandbox with the options the worker gives a job's
     // exec, through the jail, which asks Codex for it as it does for a job.
-    codex && run(...inCodexsSandbox(workspace, tool("sh"), "-c", NEXT_COMMAND, "jail", preview.url, cfg.internet_url, NET_CLIENT, ...asked)),
+    codex && run(...inCodexsSandbox(workspace, ...nextCommand(preview.url, asked))),
   ]);
   return { sandboxRun: runs.next, browserRun: runs.browser, fromOther, fromWorker, codexRun };
 }

@@ -5,7 +5,7 @@
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { cfg, tool, short, run, unusable } from "./base.mjs";
+import { cfg, tool, shipped, short, run, unusable } from "./base.mjs";
 import { CANARY, CLAUDE_SENTINEL, claudeLogin, letLoginGo, makeDirs, readRegular, secretPaths } from "./home.mjs";
 import { inAJobsJail } from "./jobs.mjs";
 
@@ -23,18 +23,9 @@ async function brokerStatus() {
   }
 }
 
-// In a job's jail, outside Claude's sandbox (where Claude Code runs): the login it holds; a CONNECT
-// to the box's loopback ($3: the probe listens there) through every port of the broker's a job
-// could try (its login hosts' 443, the proxy's own); and with the owner's login, one free request
-// with it through the broker (the account's profile).
-const LOOK = `cat ~/.claude/.credentials.json 2>/dev/null || echo "no login"; echo; echo ${END}
-for proxy in 127.0.0.1:443 127.0.0.1:$2; do
-  curl -q -sS -p --max-time 3 -o /dev/null -x "http://$proxy" "http://127.0.0.1:$3/" 2>/dev/null && echo "tunnel $proxy"
-done
-[ "$1" = real ] && [ -s ~/.claude/.credentials.json ] || exit 0
-a=$(sed -nE 's/.*"accessToken":"([^"]*)".*/\\1/p' ~/.claude/.credentials.json 2>/dev/null)
-curl -sS --max-time 10 -o /dev/null -w 'profile %{http_code}\\n' -H "Authorization: Bearer $a" \\
-  -H 'anthropic-beta: oauth-2025-04-20' https://api.anthropic.com/api/oauth/profile 2>&1 | tail -n 1`;
+// In a job's jail, outside Claude's sandbox: the login it holds, what a CONNECT through the
+// broker reaches, and the owner's login's use (login.sh says what).
+const LOOK = shipped("login.sh");
 
 /** A listener on the box's loopback that counts who reached it. */
 function listener() {
@@ -95,7 +86,7 @@ async function judged() {
     return { ok: false, detail: `cannot set up the test (${e.kind ? e.message : e.code || short(e.message, 60)}): nothing proved` };
   }
   const box = await listener();
-  const [jail, args, opts] = inAJobsJail(node, tool("sh"), "-c", LOOK, "login", kind, String(cfg.broker.port), String(box.port));
+  const [jail, args, opts] = inAJobsJail(node, tool("sh"), "-c", LOOK, "login", kind, String(cfg.broker.port), String(box.port), END);
   const r = await run(jail, args, opts);
   const fromTheBox = await connectThrough(cfg.broker.port, `127.0.0.1:${box.port}`);
   box.server.close();

@@ -2,9 +2,9 @@
 // past it.
 // One script with the other parts when it runs (imdbox/check/bundle.py).
 import path from "node:path";
-import { cfg, tool, PORT, CONNECT_MS, short, run, unusable } from "./base.mjs";
+import { cfg, tool, PORT, CONNECT_MS, REFUSALS, short, run, unusable } from "./base.mjs";
 import { iptablesAttempts, judgeAttempts } from "./attempts.mjs";
-import { nodeConnectScript } from "./shipped.mjs";
+import { CONNECT } from "./shipped.mjs";
 
 export async function jailedRoot() {
   const jails = [
@@ -27,7 +27,8 @@ export async function jailedRoot() {
   }
   // After those attempts, root in the jail still meets the wall.
   const target = cfg.targets.jail_target;
-  const r = await run("unshare", ["-U", "-r", "--", process.execPath, "--input-type=module", "-e", nodeConnectScript(target, PORT, CONNECT_MS)]);
+  const connect = [process.execPath, "-e", CONNECT, target, String(PORT), String(CONNECT_MS), JSON.stringify([...REFUSALS])];
+  const r = await run(tool("unshare"), ["-U", "-r", "--", ...connect]);
   const why = unusable("unshare", r) || (r.code !== 0 || !r.out.trim() ? `exit ${r.code}: ${short(r.err, 80)}` : null);
   const outcome = why ? `could not run (${why})` : short(r.out, 60);
   if (why || !outcome.startsWith("refused")) ok = false;

@@ -10,6 +10,8 @@ export const MADE_VIEW = [];
 
 // Run in the worker's view in a job's node (view.sh says what it looks at).
 const VIEW_SCRIPT = shipped("view.sh");
+// From a job's jail: which processes of its arguments' (the door's, the broker's) it can signal.
+const SIGNALS_SCRIPT = shipped("signals.sh");
 
 // ------------------------------------------------------------------ the other side of its wall
 
@@ -149,8 +151,7 @@ async function namedByTheWorker(node) {
   const first = calls[dirs.indexOf(ran[0])];
   if (ran.length) wrong.push(`the worker's git ran in ${ran.join(", ")}, the box's own folders (exit ${first.code}: ${short(first.err || first.out, 60)})`);
   const outside = processes((a) => (a[0] === tool("door") && a[1] === "serve") || a.includes(cfg.broker.program)).map(([pid]) => pid);
-  const tried = outside.map((pid) => `kill -0 ${pid} 2>/dev/null && echo "signalled ${pid}"`).join("; ");
-  const r = await run(...inAJobsJail(node, "/bin/bash", "-c", `${tried || ":"}; echo tried`));
+  const r = await run(...inAJobsJail(node, "/bin/bash", "-c", SIGNALS_SCRIPT, "signals", ...outside.map(String)));
   if (!r.out.includes("tried")) wrong.push(`no command ran in a job's jail (exit ${r.code}: ${short(r.err, 80)})`);
   const signalled = r.out.split("\n").filter((l) => l.startsWith("signalled "));
   if (signalled.length) wrong.push(`from a job's jail, ${signalled.length} of the door's and the login broker's processes can be signalled (${await landlockMissing()})`);
@@ -164,12 +165,7 @@ const OWNERS_READS = [
   [".inputrc", "set imdbox-check worker-inputrc\n"],
 ];
 // As `box shell CMD` runs it: where the owner's tools look, and what they read.
-const OWNERS_SCRIPT = `
-printf 'home %s\nclaude %s\n' "$HOME" "\${CLAUDE_CONFIG_DIR:-}"
-git config --global --get imdbox.check 2>/dev/null
-cat "\${INPUTRC:-$HOME/.inputrc}" 2>/dev/null
-true
-`;
+const OWNERS_SCRIPT = shipped("owners.sh");
 
 /** box shell's side (worker/owner/box-shell, as `box shell CMD` runs it): its home is not the
  * worker's, Claude Code's config is beside the login (not the worker's ~/.claude.json, where a

@@ -12,6 +12,13 @@ import { inAJobsJail } from "./jobs.mjs";
 
 // ------------------------------------------------------------------ the network walls
 
+// How long a datagram that went out waits for an answer. In the box a refusal is the send's own
+// error, at once; a datagram that went out is the FAIL whatever the wait, which only tells "sent"
+// from "answered". In a job's jail every datagram goes out to pasta, and the firewall's counters
+// read around the jail judge it (counters.py): the wait is only for an answer from the box itself
+// (its loopback, past those counters), which comes in a few ms. Scaled as every limit is.
+const UDP_WAIT_MS = IN_JAIL ? Math.round(100 * MACHINE.scale) : 500;
+
 /** A name's IPv4 addresses through the system resolver, bounded (no upstream DNS can mean a long hang). */
 async function addressesOf(name, ms = CONNECT_MS) {
   try {
@@ -97,7 +104,7 @@ export async function multicast() {
   return refusedAll(
     "multicast",
     // SO_BROADCAST on every socket: a refusal must be the firewall's, not the socket's.
-    targets.map(([a, port]) => [`udp ${a}:${port}`, udp(a, port, { broadcast: true })]),
+    targets.map(([a, port]) => [`udp ${a}:${port}`, udp(a, port, { broadcast: true, wait: UDP_WAIT_MS })]),
   );
 }
 
@@ -106,7 +113,7 @@ export async function ipv6() {
   const targets = new Set(cfg.targets.ipv6);
   for (const gw of gatewaysV6()) targets.add(gw);
   const probes = [...targets].map((a) => [`[${a}]:${PORT}`, tcp(a, PORT, V6_CONNECT_MS)]);
-  for (const [a, port] of cfg.targets.multicast6) probes.push([`udp [${a}]:${port}`, udp(a, port)]);
+  for (const [a, port] of cfg.targets.multicast6) probes.push([`udp [${a}]:${port}`, udp(a, port, { wait: UDP_WAIT_MS })]);
   const r = await refusedAll("IPv6", probes);
   const global = hasV6
     ? fs
@@ -120,7 +127,7 @@ export async function ipv6() {
 export async function dnsWall() {
   const probes = [];
   for (const server of cfg.targets.dns_servers) {
-    probes.push([`udp ${server}:53`, udp(server, 53, { payload: dnsQuery(), wait: 500 })]);
+    probes.push([`udp ${server}:53`, udp(server, 53, { payload: dnsQuery(), wait: UDP_WAIT_MS })]);
     probes.push([`tcp ${server}:53`, tcp(server, 53)]);
   }
   if (IN_JAIL) {

@@ -47,6 +47,7 @@ def check(bench: Bench) -> None:
         row.samples.append(elapsed)
     if slowest:
         row.note += slowest_lines(slowest)
+        row.parts_ms = slowest  # every line's ms, run by run, in the bench's --json
     if fails and not row.skipped:
         row.note += f"; FAIL lines: {', '.join(sorted(map(str, fails)))}"
     bench.rows.append(row)
@@ -98,6 +99,7 @@ def _check_harness(bench: Bench, label: str) -> None:
                     log(f"bare start {i + 1}/{bench.args.runs}")
                     bare.samples.append(bare_start(bench, eng))
                 row.note += slowest_lines(slowest)
+                row.parts_ms = slowest  # every line's ms, run by run, in the bench's --json
                 if fails:
                     row.note += f"; FAIL lines: {', '.join(sorted(fails))}"
             finally:

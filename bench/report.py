@@ -26,6 +26,7 @@ class Row:
     skipped: Optional[str] = None
     value_text: Optional[str] = None  # for non-timing rows (size)
     met: Optional[bool] = None
+    parts_ms: dict[str, list[int]] = field(default_factory=dict)  # a whole's parts, each its runs (the check's lines)
 
     def cells(self) -> list[str]:
         if self.skipped:
@@ -56,6 +57,7 @@ class Row:
             "skipped": self.skipped,
             "value": self.value_text,
             "note": self.note,
+            **({"parts_ms": self.parts_ms} if self.parts_ms else {}),
         }
 
 

@@ -7,7 +7,7 @@ import json
 import statistics
 import time
 
-from bench.common import GOALS, PREFIX, Bench, cost_row, log, tail
+from bench.common import GOALS, PREFIX, Bench, added_row, cost_row, log, tail
 from bench.report import Row
 from imdbox import engine
 from imdbox.throwaway import throwaway
@@ -68,6 +68,10 @@ def _check_harness(bench: Bench, label: str) -> None:
         "a bare walled start",
         note="`box start`'s flags (engine.flags) on the default network: the entrypoint, the walls set and verified, `true`",
     )
+    on_test_networks = Row(
+        "a bare walled start on the test networks",
+        note="the same, made as run_check makes the check's box: its networks attached one by one, its hosts",
+    )
     volume = f"{PREFIX}checkhome-{bench.run_id}"
     bench.client.volumes.create(volume, labels={"imd-bench": "1"})
     targets = topo_mod.check_targets()
@@ -98,6 +102,7 @@ def _check_harness(bench: Bench, label: str) -> None:
                     # user's: what a start costs.
                     log(f"bare start {i + 1}/{bench.args.runs}")
                     bare.samples.append(bare_start(bench, eng))
+                    on_test_networks.samples.append(bare_start(bench, eng, topo))
                 row.note += slowest_lines(slowest)
                 row.parts_ms = slowest  # every line's ms, run by run, in the bench's --json
                 if fails:
@@ -111,18 +116,29 @@ def _check_harness(bench: Bench, label: str) -> None:
     bench.rows.append(row)
     if bare.samples and row.samples:
         bench.rows += [bare, cost_row("`box check` / a bare walled start", row, bare, GOALS["check_starts"])]
+        # What the test world adds to the check's own box, which a user's check does not pay.
+        bench.rows += [on_test_networks, added_row("the test networks' share of a start", on_test_networks, bare)]
 
 
-def bare_start(bench: Bench, eng) -> float:
+def bare_start(bench: Bench, eng, topo=None) -> float:
     """The seconds of a walled box made as `box start` makes the user's (engine.flags: the
     product's flags, on the engine's network, the default bridge; no test network, no extra
     host), whose command is `true`: its entrypoint sets and verifies the walls, and it ends.
     The check's own box runs on the test networks (--harness: nothing leaves the machine); a
-    user's box never has those, so they are no part of what a start costs."""
-    flags = engine.flags(eng, "check", ["/bin/true"], name=f"{PREFIX}bare-{bench.run_id}")
-    kwargs = flags.sdk_kwargs()
+    user's box never has those, so they are no part of what a start costs. With `topo`, the
+    same box made as run_check makes the check's on them: what the harness adds to a start."""
+    flags = engine.flags(
+        eng,
+        "check",
+        ["/bin/true"],
+        name=f"{PREFIX}bare-{bench.run_id}",
+        **({"network_name": topo.network_names[0]} if topo else {}),
+    )
+    kwargs = {**flags.sdk_kwargs(), **({"extra_hosts": dict(topo.extra_hosts)} if topo else {})}
     t0 = time.perf_counter()
     with throwaway(bench.client, kwargs, kwargs["name"]) as box:
+        for extra in topo.network_names[1:] if topo else []:
+            bench.client.networks.get(extra).connect(box)
         box.start()
         code = box.wait(timeout=120)["StatusCode"]
         if code != 0:

@@ -32,7 +32,7 @@ PACKAGE = "is-number@7.0.0"
 NOWHERE = "npm_config_registry=http://127.0.0.1:9/"
 
 NOTIFIER_ON = jail_with(("jail+=(--setenv npm_config_update_notifier false)", ":"))
-NO_CACHES = jail_with(('for cache in "$HOME_DIR/.npm/_cacache" "$HOME_DIR/.svm"; do', "for cache in; do"))
+NO_CACHES = jail_with(('for cache in "${caches[@]}"; do', "for cache in; do"))
 CACHES_BOUND = jail_with(('jail+=(--overlay-src "$cache" --tmp-overlay "$cache")', 'jail+=(--bind "$cache" "$cache")'))
 
 

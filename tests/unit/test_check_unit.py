@@ -27,6 +27,19 @@ WALLS_UP = (
 )
 
 
+def same_as_modules(folder, bundle: str) -> str:
+    """What the parts in `folder` print run as modules (main.mjs), which must be what the
+    bundle prints run as one script; both must end well."""
+    node = subprocess.run(["which", "node"], capture_output=True, text=True).stdout.strip()
+    if not node:
+        pytest.skip("node is not installed here")
+    as_modules = subprocess.run([node, str(folder / "main.mjs")], capture_output=True, text=True)
+    as_one = subprocess.run([node, "--input-type=module", "-e", bundle], capture_output=True, text=True)
+    assert as_modules.returncode == as_one.returncode == 0, (as_modules.stderr, as_one.stderr)
+    assert as_one.stdout == as_modules.stdout
+    return as_one.stdout
+
+
 def box_output(results):
     return runner.RESULT_MARK + json.dumps({"results": results}) + "\n"
 
@@ -276,13 +289,7 @@ def test_the_order_is_the_one_node_runs_modules_in(tmp_path):
     assert bundler.probe_order(tmp_path) == ["c.mjs", "a.mjs", "b.mjs", "main.mjs"]
     bundle = bundler.probe_source(tmp_path)
     assert bundle.count('import fs from "node:fs";') == 1
-    node = subprocess.run(["which", "node"], capture_output=True, text=True).stdout.strip()
-    if not node:
-        pytest.skip("node is not installed here")
-    as_modules = subprocess.run([node, str(tmp_path / "main.mjs")], capture_output=True, text=True)
-    as_one = subprocess.run([node, "--input-type=module", "-e", bundle], capture_output=True, text=True)
-    assert as_modules.returncode == as_one.returncode == 0, (as_modules.stderr, as_one.stderr)
-    assert as_one.stdout == as_modules.stdout == "c\na\nb\nmain 23\n"
+    assert same_as_modules(tmp_path, bundle) == "c\na\nb\nmain 23\n"
 
 
 def test_an_import_circle_is_refused_by_name(tmp_path):
@@ -354,13 +361,7 @@ def test_a_shipped_program_goes_in_as_its_text(tmp_path):
     assert 'const SAY = "#!/bin/sh\\necho \\"said $1\\"\\n";' in bundle
     assert 'const ADD = "console.log(Number(process.argv[1]) + Number(process.argv[2]));\\n";' in bundle
     assert "shipped(" not in bundle
-    node = subprocess.run(["which", "node"], capture_output=True, text=True).stdout.strip()
-    if not node:
-        pytest.skip("node is not installed here")
-    as_modules = subprocess.run([node, str(tmp_path / "main.mjs")], capture_output=True, text=True)
-    as_one = subprocess.run([node, "--input-type=module", "-e", bundle], capture_output=True, text=True)
-    assert as_modules.returncode == as_one.returncode == 0, (as_modules.stderr, as_one.stderr)
-    assert as_one.stdout == as_modules.stdout == "said a b\n5\n\n"
+    assert same_as_modules(tmp_path, bundle) == "said a b\n5\n\n"
 
 
 @pytest.mark.parametrize(

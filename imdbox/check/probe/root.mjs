@@ -4,7 +4,7 @@
 import path from "node:path";
 import { cfg, tool, PORT, CONNECT_MS, REFUSALS, short, run, unusable } from "./base.mjs";
 import { iptablesAttempts, judgeAttempts } from "./attempts.mjs";
-import { CONNECT } from "./shipped.mjs";
+import { CONNECT, WHO } from "./shipped.mjs";
 
 export async function jailedRoot() {
   const jails = [
@@ -14,7 +14,7 @@ export async function jailedRoot() {
   const parts = [];
   let ok = true;
   for (const [name, prefix] of jails) {
-    const who = await run(prefix[0], [...prefix.slice(1), tool("sh"), "-c", "id -u; grep CapEff /proc/self/status"]);
+    const who = await run(prefix[0], [...prefix.slice(1), tool("sh"), "-c", WHO]);
     const why = unusable(path.basename(prefix[0]), who);
     if (why || who.code !== 0 || !/^0\n/.test(who.out)) {
       ok = false;

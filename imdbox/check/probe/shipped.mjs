@@ -26,3 +26,5 @@ export const PAGE_SCRIPT = shipped("page.js");
 
 // Line 17's connect, by node as root in a user namespace. `node -e CONNECT HOST PORT MS REFUSALS`
 export const CONNECT = shipped("connect.cjs");
+// Line 17's look from inside each user namespace: `sh -c WHO`.
+export const WHO = shipped("who.sh");

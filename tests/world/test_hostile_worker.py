@@ -444,15 +444,21 @@ def test_twin_a_jail_that_runs_the_link_as_it_is(docker_client, box_image, topol
     as_it_is = script_with(
         "worker/jail", layout.JAIL, ('  cli=$(cli_program "$runtime") ||\n', "  cli=$program\n  true ||\n")
     )
+    ran, seized = seized_in_a_twin(docker_client, box_image, topology, agents, tmp_path, world, as_it_is, turned_link)
+    assert CODEX_MARK in seized, (ran, seized)
+
+
+def seized_in_a_twin(client, image, topology, agents, folder, world, patch, plant) -> tuple:
+    """In a box of the image with `patch`, signed in to Codex: `plant(box, space)` in a new job's
+    workspace, then what the workspace's `seized` holds (the login, where the wall is broken)."""
     with (
-        patched_image(docker_client, box_image, as_it_is) as image,
-        box_of(docker_client, image, topology, agents, tmp_path, world) as twin,
+        patched_image(client, image, patch) as patched,
+        box_of(client, patched, topology, agents, folder, world) as twin,
         codex_login(twin),
     ):
         space = jobs.workspace()
-        ran = turned_link(twin, space)
-        _, seized = as_imd(twin, f"cat {space}/seized")
-    assert CODEX_MARK in seized, (ran, seized)
+        ran = plant(twin, space)
+        return ran, as_imd(twin, f"cat {space}/seized")[1]
 
 
 ASIDE = f"{HOME}/.npm-global/lib.imdt-aside"
@@ -487,14 +493,9 @@ def test_the_cli_packages_are_not_moved_aside_in_the_view(box):
 def test_twin_a_view_whose_package_folders_move(docker_client, box_image, topology, agents, tmp_path, world):
     # The view before the fix: the folders above the stand-ins are the volume's, as they are.
     as_they_are = script_with("worker/door/view", layout.WORKER_VIEW, ('  view+=(--bind "$dir" "$dir")\n', ""))
-    with (
-        patched_image(docker_client, box_image, as_they_are) as image,
-        box_of(docker_client, image, topology, agents, tmp_path, world) as twin,
-        codex_login(twin),
-    ):
-        space = jobs.workspace()
-        ran = moved_package(twin, space)
-        _, seized = as_imd(twin, f"cat {space}/seized")
+    ran, seized = seized_in_a_twin(
+        docker_client, box_image, topology, agents, tmp_path, world, as_they_are, moved_package
+    )
     assert CODEX_MARK in seized, (ran, seized)
 
 

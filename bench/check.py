@@ -127,17 +127,14 @@ def bare_start(bench: Bench, eng, topo=None) -> float:
     The check's own box runs on the test networks (--harness: nothing leaves the machine); a
     user's box never has those, so they are no part of what a start costs. With `topo`, the
     same box made as run_check makes the check's on them: what the harness adds to a start."""
-    flags = engine.flags(
-        eng,
-        "check",
-        ["/bin/true"],
-        name=f"{PREFIX}bare-{bench.run_id}",
-        **({"network_name": topo.network_names[0]} if topo else {}),
-    )
-    kwargs = {**flags.sdk_kwargs(), **({"extra_hosts": dict(topo.extra_hosts)} if topo else {})}
+    networks = topo.network_names if topo else [None]  # None: the engine's own, as box start's
+    flags = engine.flags(eng, "check", ["/bin/true"], name=f"{PREFIX}bare-{bench.run_id}", network_name=networks[0])
+    kwargs = flags.sdk_kwargs()
+    if topo:
+        kwargs["extra_hosts"] = dict(topo.extra_hosts)
     t0 = time.perf_counter()
     with throwaway(bench.client, kwargs, kwargs["name"]) as box:
-        for extra in topo.network_names[1:] if topo else []:
+        for extra in networks[1:]:
             bench.client.networks.get(extra).connect(box)
         box.start()
         code = box.wait(timeout=120)["StatusCode"]

@@ -1,6 +1,6 @@
 // box check's probe, the programs it hands to other processes, as their text: node in a job's jail
 // (line 16's preview server, its client, and the driver of a job's work) and in a user namespace
-// (line 17's connect), a shell's reads in a job's jail, and the browser's page. Each runs in a
+// (line 17's connect, and its look there), a shell's reads in a job's jail, and the browser's page. Each runs in a
 // process of its own, never in this one: the probe is one script (`node -e`), so what another
 // node, a shell or the browser runs is shipped as text, and kept here, not in a wall's function.
 // Each is a file of its own beside the parts, which the linters check, and takes what it needs of

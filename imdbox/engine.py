@@ -311,9 +311,38 @@ def health(eng: Engine, container) -> str:
     return f"{h.get('Status')}" + (f" ({last})" if last else " (the first check has not run yet)")
 
 
-def worker_running(container) -> bool:
+@dataclass(frozen=True)
+class Worker:
+    """The worker as one look at the box's processes (a `ps` by the engine) sees it."""
+
+    pids: frozenset  # its own processes (`imd start`: the supervisor and the worker it runs)
+    # A process it started runs beside it: at its start, a probe of a runtime or a tool
+    # (`claude --version` through the door), which a worker that then fails outlives only by
+    # moments; later, a job's.
+    busy: bool
+
+
+def worker(container) -> Optional[Worker]:
+    """The box's worker, or None where it does not run (or the box does not answer)."""
     try:
-        top = container.top(ps_args="-eo pid,args")
+        top = container.top(ps_args="-eo pid,ppid,args")
     except docker.errors.APIError:
-        return False
-    return any(protocol.WORKER_PROCESS in " ".join(str(p) for p in proc) for proc in top.get("Processes") or [])
+        return None
+    procs = [(str(p[0]), str(p[1]), " ".join(str(a) for a in p[2:])) for p in top.get("Processes") or []]
+    own = {pid for pid, _, args in procs if protocol.WORKER_PROCESS in args}
+    if not own:
+        return None
+    children: dict[str, list[str]] = {}
+    for pid, ppid, _ in procs:
+        children.setdefault(ppid, []).append(pid)
+    below, todo = set(), list(own)
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in below:
+                below.add(child)
+                todo.append(child)
+    return Worker(pids=frozenset(own), busy=bool(below - own))
+
+
+def worker_running(container) -> bool:
+    return worker(container) is not None

@@ -10,16 +10,25 @@ from . import engine, protocol
 WALLS_UP = protocol.WALLS_UP.encode()
 
 START_TIMEOUT = 90.0  # seconds `box start` waits for the walls and the worker
+# Seconds a worker may keep a process of its own running and still be started: a start-up
+# probe takes under a second on an idle machine; a job may come at once and run for minutes.
+BUSY_CAP = 20.0
 
 
 def wait_started(
-    container, timeout: float = START_TIMEOUT, settle: float = 2.0, joining: bool = False
+    container,
+    timeout: float = START_TIMEOUT,
+    settle: float = 2.0,
+    busy_cap: float = BUSY_CAP,
+    joining: bool = False,
 ) -> tuple[bool, str]:
-    """Wait for the walls line and the worker process, then for the worker to stay up
-    `settle` s; (ok, logs). Fails fast on an exit or a restart.
+    """Wait for the walls line and the worker, then for the worker to have finished its
+    start: seen for `settle` s as the same processes with none of its own beside them, or
+    seen busy for `busy_cap` s. (ok, logs). Fails fast on an exit or a restart.
     `joining`: the box is another command's, which may not have started it yet."""
     deadline = time.monotonic() + timeout
-    seen = False
+    quiet: Optional[tuple[frozenset, float]] = None  # the worker's pids, seen quiet since
+    first: Optional[tuple[frozenset, float]] = None  # the worker's pids, seen since
     while time.monotonic() < deadline:
         container.reload()
         state = container.attrs["State"]
@@ -28,16 +37,25 @@ def wait_started(
             continue
         if state.get("Restarting") or container.attrs.get("RestartCount", 0) > 0 or not state.get("Running"):
             return False, container.logs().decode(errors="replace")
-        if WALLS_UP in container.logs(stderr=True, stdout=False) and engine.worker_running(container):
-            if seen:  # still up, and the box neither ended nor restarted meanwhile
+        seen = engine.worker(container) if WALLS_UP in container.logs(stderr=True, stdout=False) else None
+        now = time.monotonic()
+        if seen is None:
+            quiet = first = None
+        else:
+            if first is None or first[0] != seen.pids:
+                first = (seen.pids, now)
+            # Quiet: no start-up probe of its own runs, and no process of it came or went since
+            # the last look (its supervisor starts the worker it runs a moment after its own
+            # start). The clock starts then, however long a busy machine makes the probes: a
+            # worker that fails after them fails in moments, and ends its box (run.sh exits
+            # with it), which the restart count shows. One that keeps a process beside it (a
+            # job taken at once) is up all the same after `busy_cap`.
+            if seen.busy or quiet is None or quiet[0] != seen.pids:
+                quiet = None if seen.busy else (seen.pids, now)
+            elif now - quiet[1] >= settle:
                 return True, container.logs().decode(errors="replace")
-            # Looked at once more after `settle`, not polled through it: a worker that dies
-            # in its first moments ends its box (run.sh exits with it), which the restart
-            # count then shows. Each look asks the engine for the box's processes (`ps`).
-            seen = True
-            time.sleep(min(settle, max(0.0, deadline - time.monotonic())))
-            continue
-        seen = False
+            if seen.busy and now - first[1] >= busy_cap:
+                return True, container.logs().decode(errors="replace")
         time.sleep(0.3)
     return False, container.logs().decode(errors="replace") + f"\n(timed out after {timeout:.0f}s)"
 

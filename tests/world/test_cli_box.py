@@ -139,8 +139,12 @@ def test_setup_installs_the_verified_worker_and_offers_the_browser(docker_client
     assert json.loads(files[TOOLS_JSON]) == [entry]
     r = bx.run("shell", "stat", "-c", "%a %U", TOOLS_JSON)
     assert r.stdout.strip() == "600 imd", r.all
-    # Not paired: the worker will not start without a terminal, and box says so.
+    # Not paired: the worker will not start without a terminal, and box says so, even where
+    # its runtime probe outlasts start's settle time (a busy machine: 3 s, the settle 2 s).
+    slow = "/home/imd/.npm-global/lib/node_modules/@anthropic-ai/claude-code/slow-version"
+    assert bx.run("shell", "sh", "-c", f"echo 3 > {slow}").returncode == 0
     r = bx.run("start")
+    assert bx.run("shell", "rm", slow).returncode == 0
     assert r.returncode == 1, r.all
     assert "did not start" in r.stderr and NOT_PAIRED in r.stderr, r.all
     assert _container(docker_client, bx.container) is None

@@ -6,6 +6,14 @@ const pkg = require("../package.json");
 // The stand-in worker's sandbox check (imd doctor): read each file after this line, and say so.
 const SANDBOX_CHECK = "imd sandbox check: read each file below";
 if (process.argv.includes("--version")) {
+  // A test's slow machine: seconds in slow-version beside package.json, slept before answering.
+  let slow = 0;
+  try {
+    slow = Number(fs.readFileSync(require.resolve("../slow-version"), "utf8")) || 0;
+  } catch {
+    slow = 0;
+  }
+  if (slow > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, slow * 1000);
   console.log(`${pkg.version} (${pkg.name}, fake)`);
 } else if (process.argv.includes("-p") || process.argv[2] === "exec") {
   // The prompt follows -p (claude) or comes last (codex exec), or is on stdin ("-", or nothing

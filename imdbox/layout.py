@@ -42,7 +42,7 @@ DOOR = f"{WORKER_DIR}/door/door"
 OWN_DIR = "/run/imd-box-own"
 DOOR_DIR = f"{OWN_DIR}/door"  # the door's socket's folder (read-only in the view)
 DOOR_SOCKET = f"{DOOR_DIR}/door.sock"
-# The launchers' marks of a node's runs, a job's network's pipes and the views' stand-ins.
+# The launchers' records of the nodes, a job's network's pid file and the views' stand-ins.
 RUNS = f"{OWN_DIR}/runs"
 # The Claude login broker (worker/broker): its folder (the launchers' socket, the CA the jails
 # trust), one of the box's own, and the port of its proxy in the box.

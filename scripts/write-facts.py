@@ -59,7 +59,7 @@ SHELL = (
         "working directory or clone target there alone), so no place the worker names is one of them;\n"
         "and hidden in every jail and in the worker's view, but for the door's socket, read-only there.",
     ),
-    ("RUNS", layout.RUNS, "The launchers' marks of a node's runs, a job's network's pipes, the views' stand-ins."),
+    ("RUNS", layout.RUNS, "The launchers' records of the nodes, a job's network's pid file, the views' stand-ins."),
     ("DOOR_DIR", layout.DOOR_DIR, ""),
     (
         "LOGIN",

@@ -188,7 +188,7 @@ def test_a_link_the_job_left_and_a_call_moved_out_is_gone_with_the_call(
     if declared_clear:
         # The twin: the launcher's record (worker/jail's RUNS) says the workspace holds no link,
         # so the launcher goes at once and nothing searches after the call.
-        code, out = as_imd(box, f"touch {layout.RUNS}/clear{space.replace('/', '%')}")
+        code, out = as_imd(box, f"echo clear > {layout.RUNS}/{space.replace('/', '%')}")
         assert code == 0, out
     code, out = as_imd(
         box, f"cd {space} && touch armed && git status --porcelain >/dev/null && {{ readlink -e escape || echo gone; }}"

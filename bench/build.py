@@ -185,7 +185,9 @@ def start(bench: Bench) -> None:
     else:
         note = f"the worker in {bench.args.volume}"
     row = Row(label, goal=GOALS["start"], note=note)
-    cmd_row = Row("`box start` command, until it returns", note="includes its 2 s settle check")
+    cmd_row = Row(
+        "`box start` command, until it returns", note="includes its 2 s settle check after the worker's start-up probes"
+    )
     bench.box.run("stop", timeout=120)  # untimed: as a user's first command, it writes the bytecode
     for i in range(bench.args.runs):
         log(f"box start {i + 1}/{bench.args.runs}")

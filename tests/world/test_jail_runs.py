@@ -1,9 +1,12 @@
-"""A run of a job's jail whose launcher is killed before it clears the node (the worker's
-SIGKILL): what the run left goes at the worker's next git call, as the run's mark in the box's
-/tmp says (worker/jail). No agent CLI is needed: the jail runs one of the image's programs."""
+"""A job's jail, run as the worker runs it: a run whose launcher is killed before it clears the
+node (the worker's SIGKILL), whose leftovers go at the worker's next git call, as the launcher's
+record of the node says (worker/jail); a network that cannot be made; and the worker's
+~/.claude.json, which the jail binds only where it is a file of its own. No agent CLI is needed:
+the jail runs one of the image's programs."""
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 
 import pytest
@@ -12,7 +15,7 @@ from imdbox import layout
 from tests.harness import boxes, hands
 from tests.harness.boxes import as_imd
 from tests.harness.jobs import HOME
-from tests.harness.twins import patched_image, script_with
+from tests.harness.twins import jail_with, patched_image, script_with
 
 pytestmark = pytest.mark.usefixtures("box_image")
 
@@ -71,3 +74,49 @@ def test_a_network_that_cannot_be_made_is_said_in_one_line(docker_client, box_im
             box.remove(force=True)
     said = "imd-box: claude was not started: its own network could not be made (imdt: no network today)"
     assert (code, out.strip() == said) == (70, loop == "as-it-is"), out
+
+
+# The worker's ~/.claude.json, which a Claude job's jail binds read-write for Claude Code's state:
+# as the worker (or a job it was steered by) may leave it, a link to a file of the home a job must
+# not read, or a second name of one. The jail binds it only where it is a regular file with one
+# name, and the file it opened is the one at the path: each twin takes a check away, and the job
+# reads the file behind it.
+SECRET = f"{HOME}/.identitymd/imdt-secret"
+STATE = f"{HOME}/.claude.json"
+AS_LEFT = {
+    "a-file-of-its-own": f"echo imdt-state > {STATE}",
+    "a-link": f"ln -s {SECRET} {STATE}",
+    "a-second-name": f"ln {SECRET} {STATE}",
+}
+NO_LINK_TEST = ('  [ -f "$f" ] && [ ! -L "$f" ] || return 0\n', '  [ -f "$f" ] || return 0\n')
+ONE_NAME = (
+    '  [[ "$seen" == *" regular file 1"$\'\\n\'* && "${seen%%$\'\\n\'*}" == "${seen#*$\'\\n\'}" ]] || {\n',
+    "  true || {\n",
+)
+STATE_CASES = {  # what the worker left, the checks taken away, whether the job reads the secret
+    "a-file-of-its-own": ("a-file-of-its-own", (), False),
+    "a-link": ("a-link", (), False),
+    "a-link-past-the-link-test": ("a-link", (NO_LINK_TEST,), False),
+    "twin-a-link-unchecked": ("a-link", (NO_LINK_TEST, ONE_NAME), True),
+    "a-second-name": ("a-second-name", (), False),
+    "twin-a-second-name-unchecked": ("a-second-name", (ONE_NAME,), True),
+}
+
+
+@pytest.mark.parametrize("case", list(STATE_CASES))
+def test_the_workers_claude_json_is_bound_only_as_a_file_of_its_own(docker_client, box_image, topology, box, case):
+    left, taken, leaks = STATE_CASES[case]
+    with contextlib.ExitStack() as stack:
+        if taken:
+            image = stack.enter_context(patched_image(docker_client, box_image, jail_with(*taken)))
+            volume = stack.enter_context(boxes.volume(docker_client))
+            box = boxes.start_walled(docker_client, image, topology, volume=volume)
+            stack.callback(box.remove, force=True)
+        space = f"{HOME}/.identitymd/work/job-1/node-1"
+        seed = f"mkdir -p {space} && rm -f {STATE} && echo imdt-secret-text > {SECRET} && {AS_LEFT[left]}"
+        assert as_imd(box, seed)[0] == 0
+        code, out = as_imd(box, f"cd {space} && {layout.JAIL} claude --program /bin/cat {STATE}")
+        as_imd(box, f"rm -f {STATE} {SECRET}")
+    assert ("imdt-secret-text" in out) == leaks, out
+    if left == "a-file-of-its-own":  # bound: the job's Claude Code keeps its state there
+        assert code == 0 and out.strip() == "imdt-state", out

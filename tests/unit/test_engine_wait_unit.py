@@ -61,8 +61,10 @@ def test_a_worker_that_stays_up_is_started_after_the_settle_time():
     box = ScriptedBox()
     began = time.monotonic()
     ok, _ = startup.wait_started(box, timeout=10, settle=SETTLE)
-    assert ok and SETTLE <= time.monotonic() - began < SETTLE + 0.5
-    assert box.tops == 3  # a `ps` by the engine each 0.3 s: at 0, 0.3 and 0.6 s
+    # Started at the first look a settle time after the first: looks each 0.3 s, and a busy
+    # machine's sleeps may run long (the side-by-side run shares its cores with boxes).
+    assert ok and SETTLE <= time.monotonic() - began < SETTLE + 0.3 + 0.7
+    assert box.tops in (2, 3)  # a `ps` by the engine each 0.3 s: at 0 and 0.3 (late: 0.4+), or 0.6 s
 
 
 def test_a_worker_whose_supervisor_starts_it_later_is_timed_from_then():

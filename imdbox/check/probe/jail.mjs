@@ -146,10 +146,10 @@ function claudesSandbox(dir, sb) {
 }
 
 /** A job's work, in one run of its jail from `workspace` (jobs.mjs startDriver): a preview server
- * one command starts in Claude's sandbox (`sandboxed`), reached by the next command there, which
- * reads each file of `asked` and fetches the internet URL, and by the browser, whose page (in
- * `dir`) reads each file and the preview. */
-function startJobsWork(workspace, dir, sandboxed, asked) {
+ * one command starts in Claude's sandbox (`sandboxed`), reached, once `go` is done, by the next
+ * command there, which reads each file of `asked` and fetches the internet URL, and by the
+ * browser, whose page (in `dir`) reads each file and the preview. */
+function startJobsWork(workspace, dir, sandboxed, asked, go) {
   // The page reads each file and the preview that page.json names: the driver puts the preview's
   // URL in once it is known.
   const page = path.join(dir, "page.html");
@@ -164,7 +164,7 @@ function startJobsWork(workspace, dir, sandboxed, asked) {
     // The page may read files (a flag no job's browser has): what the jail holds is all it
     // can reach, so the jail, not Playwright's file:// guardrail, is what is proved.
     browser: [tool("chromium"), "--allow-file-access-from-files", "--dump-dom", `file://${page}`],
-  });
+  }, go);
 }
 
 /** A shell's reads of each file of `asked`, then `command` in its place: the argv. */
@@ -193,19 +193,21 @@ async function whileThePreviewRuns(driver, preview, { workspace, other, codex, a
   return { sandboxRun: runs.next, browserRun: runs.browser, fromOther, fromWorker, codexRun };
 }
 
-/** Everything line 16 runs, at once where it can (`running` keeps what the clean-up ends): the
+/** Everything line 16 runs, at once where it can (`running` keeps what the clean-up ends), what
+ * may send a packet out of the box only once `go` is done (main.mjs QUIET_FIRST): the
  * jail a Claude Code job runs in (worker/jail: the worker starts Claude Code through it), seen
  * three ways from the job's workspace: by a job's commands, in Claude's sandbox (its library,
  * srt); by Claude's own tools, which run in the jail outside that sandbox; and by the browser
  * Claude starts there (Chromium). srt's settings and the browser's page are files in the
  * workspace, the one folder of the home the jail holds. Beside them, Codex's sandbox and a job's
  * repository configuring Claude Code. */
-async function theJailsRuns(claude, { secrets, work, workspace, other }, running) {
+async function theJailsRuns(claude, { secrets, work, workspace, other }, running, go) {
   const codexBin = secretPaths().codex;
   const codex = fs.existsSync(codexBin);
-  // A job's repository configures Claude Code, beside the rest (a run of its own).
+  // A job's repository configures Claude Code, beside the rest (a run of its own). Claude Code
+  // is the volume's, whatever it asks of the network.
   const claudeBin = secretPaths().claude;
-  running.repository = fs.existsSync(claudeBin) ? repositorySettings(workspace) : null;
+  running.repository = fs.existsSync(claudeBin) ? go.then(() => repositorySettings(workspace)) : null;
   running.scratch = fs.mkdtempSync(path.join(workspace, ".imd-box-check-"));
   const sandboxed = claudesSandbox(running.scratch, claude.sandbox);
   // Each file is read, and through /proc/<pid>/root of this (outside) process; only a
@@ -214,10 +216,11 @@ async function theJailsRuns(claude, { secrets, work, workspace, other }, running
   const asked = [...secrets.map(([, f]) => f), ...viaProc, work];
   // A job's work needs the network: a preview server one command starts, reached by the
   // next command (which also fetches the internet URL) and by the browser.
-  running.driver = startJobsWork(workspace, running.scratch, sandboxed, asked);
+  running.driver = startJobsWork(workspace, running.scratch, sandboxed, asked, go);
   const [preview, toolsRun] = await Promise.all([running.driver.preview, run(...theJailsOwnTools(workspace, asked))]);
   const ran = { codexBin, codex, claudeBin, viaProc, asked, preview, toolsRun };
   if (preview.why) return ran;
+  await go;
   return { ...ran, ...(await whileThePreviewRuns(running.driver, preview, { workspace, other, codex, asked })) };
 }
 
@@ -378,9 +381,9 @@ function verdict(claude, { secrets, work, other }, digest, ran, repo) {
 }
 
 /** Line 16: a job's jail and the sandboxes in it. The targets (canaries where a secret is not
- * there yet), the worker's own read of them, the jail's runs, and the verdict; then everything
- * made and started for it goes. */
-export async function readJail() {
+ * there yet), the worker's own read of them, the jail's runs (what may leave the box once `go`
+ * is done), and the verdict; then everything made and started for it goes. */
+export async function readJail(go) {
   const claude = claudeSandboxSettings();
   if (claude.why) return { ok: false, detail: claude.why };
   let targets;
@@ -397,7 +400,7 @@ export async function readJail() {
     if (control.why) return { ok: false, detail: control.why };
     const missing = ["jail", "srt", "sh", "chromium"].find((name) => !fs.existsSync(tool(name)));
     if (missing) return { ok: false, detail: `${missing} is missing from the box` };
-    const ran = await theJailsRuns(claude, targets, running);
+    const ran = await theJailsRuns(claude, targets, running, go);
     const repo = running.repository && (await running.repository);
     return verdict(claude, targets, control.digest, ran, repo);
   } finally {

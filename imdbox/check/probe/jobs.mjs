@@ -19,8 +19,9 @@ export const inCodexsSandbox = (workspace, ...args) => [tool("jail"), ["codex", 
 
 /** The driver (shipped.mjs DRIVER) in one run of a job's jail, from `workspace`, given `work`
  * (its {ms, page, server, next, browser}): `preview` once the server runs (its {url}, or {why}),
- * `runs` once the next command and the browser are done ({next, browser}), and stop(). */
-export function startDriver(workspace, work) {
+ * `runs` once the next command and the browser, which wait for `go`, are done ({next, browser}),
+ * and stop(). */
+export function startDriver(workspace, work, go) {
   const [jail, args, { cwd, env }] = inAJobsJail(workspace, process.execPath, "-e", DRIVER, JSON.stringify(work));
   const child = spawn(jail, args, { cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
   const exited = new Promise((r) => child.once("close", r));
@@ -51,6 +52,7 @@ export function startDriver(workspace, work) {
   }, TOOL_MS);
   child.on("error", (e) => (err += String(e)));
   child.stdin.on("error", () => {});
+  go.then(() => child.stdin.write("go\n"));
   child.stderr.on("data", (d) => (err += d));
   child.stdout.on("data", (d) => {
     buf += d;

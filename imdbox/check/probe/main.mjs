@@ -20,16 +20,19 @@ const CHECKS = {
   login_broker: loginBroker,
 }; // prettier-ignore
 
-/** A line's probe within LINE_MS, what ran out of time in it noted as its own (lateness): a
- * line that failed on that alone is late (not proved), never a FAIL. */
-const guarded = (id, fn) => lateness.run([], async () => {
+/** A line's probe within LINE_MS of `before` (the count it waits for), what ran out of time in it
+ * noted as its own (lateness): a line that failed on that alone is late (not proved), never a FAIL. */
+const guarded = (id, fn, before) => lateness.run([], async () => {
   let timer;
   try {
     const r = await Promise.race([
-      fn(),
-      new Promise((resolve) => {
-        timer = setTimeout(() => resolve({ ok: false, detail: late("the line's probe", LINE_MS) }), LINE_MS);
-      }),
+      fn(before),
+      before.then(
+        () =>
+          new Promise((resolve) => {
+            timer = setTimeout(() => resolve({ ok: false, detail: late("the line's probe", LINE_MS) }), LINE_MS);
+          }),
+      ),
     ]);
     return r.ok !== true && onlyLate([r.detail]) ? { ...r, late: true } : r;
   } catch (e) {
@@ -41,9 +44,11 @@ const guarded = (id, fn) => lateness.run([], async () => {
 
 // Lines that send nothing out of the box (no packet past its loopback, nor one its firewall
 // refuses): they run while a job's jail runs the network lines again, whose verdict is the
-// firewall's counters read around it (counters.py: nothing else may count then). Every other
-// line waits for the jail.
+// firewall's counters read around it (counters.py: nothing else may count then). A line of
+// QUIET_FIRST starts then too, and waits for the count (its argument) before its first packet
+// that may leave the box. Every other line waits for the jail.
 const QUIET = new Set(["user", "capabilities", "no_new_privs", "seccomp", "mounts", "firewall", "resources", "image", "read_only", "worker_hands", "worker_view"]); // prettier-ignore
+const QUIET_FIRST = new Set(["read_jail"]);
 
 /** A line's result as main prints it, `fromJail` the same line's from a job's jail, if it ran there. */
 function resultOf(id, r, started, fromJail) {
@@ -58,12 +63,15 @@ function resultOf(id, r, started, fromJail) {
   return { id, ...both, detail: `${r.detail}; from a job's jail: ${j.detail}`, ms: Date.now() - started };
 }
 
-/** Each line of `ids`, side by side, once `before` is done (its time its own from then). */
+/** Each line of `ids`, side by side, once `before` is done (its time its own from then); a line
+ * of QUIET_FIRST at once, given `before` to wait for. */
 const lines = (ids, before) =>
   ids.map(async (id) => {
-    const fromJail = await before;
+    const gate = Promise.resolve(before);
+    if (!QUIET_FIRST.has(id)) await gate;
     const started = Date.now();
-    return resultOf(id, await guarded(id, CHECKS[id]), started, fromJail);
+    const r = await guarded(id, CHECKS[id], gate);
+    return resultOf(id, r, started, await gate);
   });
 
 // secrets reads modes before read_jail may add canaries beside them (and before the network

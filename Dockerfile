@@ -78,7 +78,7 @@ RUN echo "Debian packages as of: ${APT_REFRESH:-the first build}" \
  && apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates curl git iptables bubblewrap socat tini iproute2 procps \
-      util-linux libcap2-bin ripgrep passt \
+      util-linux libcap2-bin ripgrep passt bash-builtins \
  && update-ca-certificates \
  && apt-get clean && rm -rf /var/lib/apt/lists/*
 

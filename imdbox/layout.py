@@ -30,6 +30,8 @@ HEALTHY = f"{WORKER_DIR}/healthy"  # the image's HEALTHCHECK
 # and the bubblewrap Claude's sandbox runs each command with.
 JAIL = f"{WORKER_DIR}/jail"
 JAIL_ROOMS = f"{WORKER_DIR}/jail.d"  # the parts it is made of, each one job (sourced)
+# bash's loadable builtins (Debian's bash-builtins): the jail's stat and rm, no process each.
+BASH_LOADABLES = "/usr/lib/bash"
 CLAUDE_JAIL = f"{WORKER_DIR}/claude"
 CODEX_JAIL = f"{WORKER_DIR}/codex"
 SANDBOX_BWRAP = f"{WORKER_DIR}/bwrap"

@@ -42,6 +42,7 @@ SHELL = (
     ),
     ("JAIL", layout.JAIL, ""),
     ("ROOMS", layout.JAIL_ROOMS, ""),
+    ("LOADABLES", layout.BASH_LOADABLES, ""),
     ("HANDS", layout.HANDS_DIR, ""),
     (
         "WORKER_PATH",

@@ -90,7 +90,7 @@ AS_LEFT = {
 }
 NO_LINK_TEST = ('  [ -f "$f" ] && [ ! -L "$f" ] || return 0\n', '  [ -f "$f" ] || return 0\n')
 ONE_NAME = (
-    '  [[ "$seen" == *" regular file 1"$\'\\n\'* && "${seen%%$\'\\n\'*}" == "${seen#*$\'\\n\'}" ]] || {\n',
+    '  [[ "${path[type]:-}:${path[nlink]:-}" == "-:1" && "${path[device]}:${path[inode]}" == "${opened[device]}:${opened[inode]}" ]] || {\n',
     "  true || {\n",
 )
 STATE_CASES = {  # what the worker left, the checks taken away, whether the job reads the secret

@@ -6,9 +6,9 @@ network with every wall up, and installs the latest @anthropic-ai/claude-code,
 @openai/codex and @vibe-kit/grok-cli. That box is the only one of these tests that reaches
 off this machine, and only npm (package installs). Install time and the volume's size are
 printed (pytest -s shows them). Each test process installs once, for every test of its that
-asks for `agents`: the modules that use them go in one of two xdist groups (GROUPS), each run by
-one worker with an install of its own, so that the two halves run side by side and no two
-workers share a volume the tests change.
+asks for `agents`: the modules that use them go in one of three xdist groups (GROUPS), each run by
+one worker with an install of its own, so that the three run side by side and no two workers
+share a volume the tests change.
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ from imdbox import install
 from tests.harness import boxes
 
 RUNTIMES = ["claude", "codex", "grok"]
-# Every module whose tests use the installed CLIs is in one of these, about half the time each.
-GROUPS = ("agent_clis", "agent_clis_2")
+# Every module whose tests use the installed CLIs is in one of these, about a third of the time
+# each. In two, each group was the longest thing a worker ran (some 660 s of a 690 s run on a
+# 2-core machine): the whole run waited for it.
+GROUPS = ("agent_clis", "agent_clis_2", "agent_clis_3")
 
 
 @contextlib.contextmanager

@@ -27,7 +27,7 @@ from tests.harness import jobs, login
 from tests.harness.boxes import as_imd
 from tests.harness.twins import patched_image, script_with
 
-pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[1])]
+pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[0])]
 
 BROKER_JS = "worker/broker/broker.mjs"
 TWIN = script_with(

@@ -36,7 +36,7 @@ from tests.harness.boxes import as_imd, in_view
 from tests.harness.jobs import HOME, SECRETS
 from tests.harness.twins import door_with, patched_image, put_files
 
-pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[0])]
+pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[2])]
 
 KEY = SECRETS["device key"]
 WHERE = f"if [ -e {KEY} ]; then echo UNJAILED; else echo jailed; fi"

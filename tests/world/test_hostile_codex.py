@@ -23,7 +23,7 @@ from tests.harness.boxes import as_imd, in_view
 from tests.harness.login import CODEX_LOGIN, CODEX_MARK, codex_login
 from tests.harness.twins import jail_with, patched_image
 
-pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[1])]
+pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[0])]
 
 SEIZE = ["sh", "-c", f"cat {CODEX_LOGIN}"]
 # The worker's own exec options, a hostile call's start (its prompt last, as the worker gives it).

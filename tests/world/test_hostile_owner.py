@@ -28,7 +28,7 @@ from tests.harness.hostile_home import box_of
 from tests.harness.jobs import HOME
 from tests.harness.twins import patched_image, script_with
 
-pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[1])]
+pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[2])]
 
 LEAKS = f"{HOME}/imdt-owner-leaks"  # what a hostile file got out of the owner's step: the worker reads it
 SEIZE = f"cat {login.LOGIN} > {LEAKS}/$(date +%s%N) 2>/dev/null"

@@ -27,7 +27,7 @@ from tests.harness.jobs import HOME, SECRETS
 from tests.harness.login import in_the_jail
 from tests.harness.twins import UNDEFENDED_LAUNCHER, patched_image
 
-pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[1])]
+pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[2])]
 
 LOGIN = SECRETS["login"]
 LINK = object()  # a planted file that is a link to the login

@@ -19,7 +19,7 @@ from tests.harness import boxes, hands, jobs
 from tests.harness.boxes import as_imd
 from tests.harness.jobs import WORK_ROOT
 
-pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[0])]
+pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[2])]
 
 DEFENDED = pytest.mark.parametrize("defended", [True, False], ids=["through-the-hands", "without-them"])
 SUB_PORT = 19419  # git's daemon, on the box's loopback: the submodule's forge

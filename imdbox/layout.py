@@ -19,7 +19,8 @@ NPM_PREFIX = f"{HOME}/.npm-global"
 CLIS = (("@anthropic-ai", "claude"), ("@openai", "codex"), ("@vibe-kit", "grok"))
 WORKER_DIR = f"{LIB}/worker"
 BROWSER_DIR = f"{LIB}/browser"
-# V8's compiled code for the browser's MCP server, made by the build (browser/playwright-mcp).
+# V8's compiled code for the browser's MCP server and the sandbox runtime, made by the build
+# (browser/playwright-mcp; box check's srt).
 NODE_COMPILE_CACHE = f"{LIB}/node-compile-cache"
 AS_IMD = f"{WORKER_DIR}/as-imd"  # the one privilege drop
 FIREWALL = f"{LIB}/firewall/init-firewall.sh"  # the walls, which the entrypoint sets

@@ -142,7 +142,9 @@ function claudesSandbox(dir, sb) {
   };
   const settings = path.join(dir, "srt-settings.json");
   fs.writeFileSync(settings, JSON.stringify(srtSettings));
-  return (...args) => [process.execPath, tool("srt"), "--settings", settings, "--", ...args];
+  // srt's code compiled when the image was built (the image's cache, read-only; the Dockerfile).
+  const cache = `NODE_COMPILE_CACHE=${cfg.compile_cache}`;
+  return (...args) => [tool("env"), cache, process.execPath, tool("srt"), "--settings", settings, "--", ...args];
 }
 
 /** A job's work, in one run of its jail from `workspace` (jobs.mjs startDriver): a preview server

@@ -37,7 +37,8 @@ without it, each command's first run beside the rest.
 `box check` probes the internet and the walls. --harness runs the same check
 (imdbox.check.runner.run_check, what `box check` calls) on the test suite's
 internal networks, aimed only at the harness's own listeners: use it on machines
-that must send nothing off the machine.
+that must send nothing off the machine. Its box is on one of them, as `box` makes a
+box on one network; the same check on all six, as the tests make it, is a row beside.
 
 This file is the runner: the options, the scenarios in their order, the table. Each scenario
 is a module of its own: bench/build.py (the builds, the image's size, `box --help`, `box start`),

@@ -36,10 +36,15 @@ RELINK = f"ln -sfn {HOME}/.npm-global .imd.new && mv -Tf .imd.new .imd"
 ORPHAN = f"setsid sh -c 'echo $$ > orphan.pid; while :; do {RELINK}; sleep 0.05; done' >/dev/null 2>&1 & sleep 60"
 
 
-@pytest.mark.parametrize("marked", [True, False], ids=["marked", "twin-mark-gone"])
-def test_a_run_whose_launcher_was_killed_is_cleared_before_the_workers_git(box, marked):
+# The search for what a run left passes over the processes in the box's own mount namespace: the
+# twin passes over every process, as a namespace test that took the jail's for the box's would.
+EVERY_PROCESS_PASSED_OVER = ('[[ "${ns[device]}:${ns[inode]}" != "$box" ]] || continue\n', "continue\n")
+
+
+def killed_run_then_git(box, forget: str) -> str:
+    """A CLI run whose launcher is killed while its orphan keeps a link in place, then the worker's
+    git on the node (`forget` run before it): whether the orphan and the link are still there."""
     space, _ = hands.code_task(box, committed_link=False)
-    forget = "" if marked else f"rm -f {layout.RUNS}/*; "
     script = (
         f"cd {space} && {{ {layout.JAIL} claude --program /bin/sh -c {shlex.quote(ORPHAN)} & }} && sleep 1 && "
         f"kill -KILL $! && sleep 0.3 && {forget}git status --porcelain >/dev/null; sleep 0.2; "
@@ -50,7 +55,24 @@ def test_a_run_whose_launcher_was_killed_is_cleared_before_the_workers_git(box, 
     finally:
         as_imd(box, f"kill -KILL $(cat {space}/orphan.pid)")
     assert code == 0, out
+    return out
+
+
+@pytest.mark.parametrize("marked", [True, False], ids=["marked", "twin-mark-gone"])
+def test_a_run_whose_launcher_was_killed_is_cleared_before_the_workers_git(box, marked):
+    out = killed_run_then_git(box, "" if marked else f"rm -f {layout.RUNS}/*; ")
     assert out.split()[-2:] == (["no-orphan", "no-link"] if marked else ["orphan", "link"]), out
+
+
+def test_twin_a_search_that_passes_over_every_process_leaves_the_orphan(docker_client, box_image, topology):
+    patch = jail_with(EVERY_PROCESS_PASSED_OVER)
+    with patched_image(docker_client, box_image, patch) as image, boxes.volume(docker_client) as volume:
+        twin = boxes.start_walled(docker_client, image, topology, volume=volume)
+        try:
+            out = killed_run_then_git(twin, "")
+        finally:
+            twin.remove(force=True)
+    assert out.split()[-2:] == ["orphan", "link"], out
 
 
 # The network room's loop over /etc/hosts once overwrote the name the jail's one line says

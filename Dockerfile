@@ -144,7 +144,7 @@ RUN useradd --uid 1000 --user-group --create-home --home-dir /home/imd --shell /
 # V8's compiled code for the browser's MCP server, which starts for every `box check`
 # and every job's browser, and for the sandbox runtime (srt), which line 16 of the check
 # starts twice: made here, so a start skips compiling their bundles (1.5 s of CPU for the
-# check's browser line, 1.2 s with it; srt's --version 180-230 ms, 125-135 ms with it).
+# check's browser line, 1.2 s with it; srt's --version 146-180 ms, 121-141 ms with it).
 # node keeps one cache per uid, so imd's is made by imd, then given to root: read-only in
 # the box, code the check runs never comes from the volume. Only the browser's launcher and
 # the check point node at it (NODE_COMPILE_CACHE): a node given it also writes its new

@@ -2,8 +2,8 @@
 // network of its own), run by the image's node in the jail (`node -e`, CommonJS): it starts the
 // preview server in the sandbox, then, once its stdin says go, runs the next command and the
 // browser; it prints what each gave, and holds the server until its stdin closes, while others
-// try to reach it from outside the jail. Its argument: the work (jobs.mjs startDriver); its page is the browser's page.json,
-// where it puts the preview's URL. Shipped as text (bundle.py).
+// try to reach it from outside the jail. Its argument: the work (jobs.mjs startDriver); its page
+// is the browser's page.json, where it puts the preview's URL. Shipped as text (bundle.py).
 const { spawn } = require("node:child_process");
 const fs = require("node:fs");
 const c = JSON.parse(process.argv[1]);

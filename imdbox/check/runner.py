@@ -62,9 +62,9 @@ RESULT_MARK = "IMD-BOX-CHECK "
 # a Mac busy with the worker's jobs is such a machine, and a slow tool is no open wall. It
 # stays under a line's limit (the browser's budget plus its slack: probe/base.mjs).
 TOOL_SECONDS = 10
-# The probe's limits are an idle machine's, scaled by how slow this one is when the check starts:
-# a bare start of the image's node (probe/base.mjs machineScale) against BARE_START_MS, its
-# median on an idle 2-core machine (32 ms measured; rounded up), at most MAX_SCALE times.
+# The probe's limits are an idle machine's, grown when one runs out by how slow this one is then:
+# a bare start of the image's node (probe/base.mjs limit) against BARE_START_MS, its median on
+# an idle 2-core machine (32 ms measured; rounded up), at most MAX_SCALE times.
 BARE_START_MS = 40
 MAX_SCALE = 4
 PACKAGE_JSON = names.REPO_ROOT / "image" / "package.json"

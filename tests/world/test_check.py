@@ -1182,3 +1182,46 @@ def test_twin_line_16_with_the_old_fixed_limits_fails_under_a_cpu_hog(check, mon
     line = report.by_id("read_jail")
     print(f"\n[check] twin: line 16 under a CPU hog: {line.detail[:300]}")
     assert not line.ok and not line.not_proved, line
+
+
+# A machine found busy when a limit runs out (every limit is an idle machine's until then): each
+# time the probe times the machine it finds it at its slowest (an idle bare start is 1 ms here:
+# the scale is always MAX_SCALE). A job's jail that takes longer to start than a tool's idle
+# limit (a wrapper that sleeps first) is then within the limit grown to the machine's load.
+SLOW_JAIL = "/usr/local/bin/imdt-slow-jail"
+SLOW_JAIL_SECONDS = 4
+BUSIER_TOOL_SECONDS = 3  # under SLOW_JAIL_SECONDS: the idle limit runs out for certain
+
+
+def found_busy(kw):
+    config = json.loads(kw["command"][-1])
+    config["scale"]["bare_ms"] = 1
+    config["tool_ms"] = BUSIER_TOOL_SECONDS * 1000
+    config["tools"]["jail"] = SLOW_JAIL
+    kw["command"][-1] = json.dumps(config)
+
+
+def slow_jail() -> dict:
+    return {SLOW_JAIL: (f'#!/bin/sh\nsleep {SLOW_JAIL_SECONDS}\nexec {layout.JAIL} "$@"\n'.encode(), 0o755)}
+
+
+def test_line_16_on_a_busy_machine_grows_its_limits(check):
+    report = check(patch=slow_jail(), mutate=found_busy, read_jail=True)
+    assert report.by_id("read_jail").ok, show(report)
+
+
+def test_twin_line_16_with_limits_that_never_grow_is_late(check, monkeypatch):
+    from imdbox.check import bundle
+
+    grows = "if (grown > allowed) {"
+
+    def never_grow() -> str:
+        source = bundle.probe_source()
+        assert source.count(grows) == 1
+        return source.replace(grows, "if (false) {")
+
+    monkeypatch.setattr(runner, "probe_source", never_grow)
+    report = check(patch=slow_jail(), mutate=found_busy, read_jail=True)
+    line = report.by_id("read_jail")
+    assert line.not_proved and line.late, show(report)
+    assert f"starting its preview server took longer than {BUSIER_TOOL_SECONDS} s" in line.detail, show(report)

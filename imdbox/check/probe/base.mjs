@@ -14,7 +14,7 @@
 //  - Nothing planted in the volume answers for the image: every tool runs by its
 //    path in the image (cfg.tools), and children get a PATH of image directories.
 import { AsyncLocalStorage } from "node:async_hooks";
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import dgram from "node:dgram";
 import fs from "node:fs";
 import net from "node:net";
@@ -37,28 +37,27 @@ export const CONNECT_MS = cfg.connect_ms || 2000;
 // initial RTO (1 s; IPv4's comes at once): the ICMPv6 error for the first SYN lands while
 // connect() still holds the socket and is kept only as a soft error.
 export const V6_CONNECT_MS = CONNECT_MS + 1000;
-// How much slower than an idle machine this one is now: a bare start of the image's node, timed
-// at the probe's start (the median of three), against its idle figure (runner.py BARE_START_MS),
-// between 1 and runner.py's MAX_SCALE. Every limit below is scaled by it, so a check on a busy
-// machine proves the same walls as on an idle one: a slow tool is no open wall.
-function machineScale() {
-  const starts = [0, 1, 2].map(() => {
-    const t = process.hrtime.bigint();
-    spawnSync(process.execPath, ["-e", "0"], { stdio: "ignore" });
-    return Number(process.hrtime.bigint() - t) / 1e6;
-  });
-  const bare = starts.sort((a, b) => a - b)[1];
-  return { bare, scale: Math.min(cfg.scale.max, Math.max(1, bare / cfg.scale.bare_ms)) };
-}
-// The probe again in a job's jail (network.mjs fromJobsJail) takes the box's: the same machine,
-// timed a moment before, and three node starts fewer while the other lines wait for the jail.
-export const MACHINE = cfg.in_jail === true && typeof cfg.machine?.scale === "number" ? cfg.machine : machineScale();
-const scaled = (ms) => Math.round(Number(ms) * MACHINE.scale);
+// How much slower than an idle machine this one is: a bare start of the image's node (the median
+// of three) against its idle figure (runner.py BARE_START_MS), between 1 and runner.py's
+// MAX_SCALE. Timed when a limit runs out (limit below), not before: every limit is an idle
+// machine's until then, and grows with the load it finds, so a check on a busy machine proves
+// the same walls as on an idle one (a slow tool is no open wall), and one on an idle machine
+// spends no time on it.
+const scaleOf = (bare) => Math.min(cfg.scale.max, Math.max(1, bare / cfg.scale.bare_ms));
+// The machine as found so far: as box says (a test), or as the probe says to itself again in a
+// job's jail (network.mjs fromJobsJail), else idle until a limit runs out (retime below).
+export const MACHINE = typeof cfg.machine?.scale === "number" ? { ...cfg.machine } : { bare: null, scale: 1 };
+const SCALED_BY = MACHINE.scale; // the limits below, as set here; limit() grows them from it
+const scaled = (ms) => Math.round(Number(ms) * SCALED_BY);
 // The browser's budget (box's one figure, imdbox/browser.py, handed in as check.mjs's argument)
 // and a tool's own limit (imdbox/check/runner.py): each stays under a line's limit (the
 // browser's budget plus its slack), so a hung tool's line names the tool.
 export const BROWSER_BUDGET_MS = scaled(cfg.browser.budget_ms);
 export const TOOL_MS = scaled(cfg.tool_ms);
+// The most one of these grows to (limit below): what a helper that the probe's own limits end
+// keeps as its own last resort (the driver in a job's jail, the browser's check.mjs).
+export const mostOf = (ms) => Math.round((ms / SCALED_BY) * cfg.scale.max);
+export const MOST_TOOL_MS = mostOf(TOOL_MS);
 export const BROWSER_SLACK_MS = scaled(3000); // node's start and check.mjs's clean-up, on top of the browser's budget
 // Each line's own limit; the browser's, the slowest, is its budget plus its slack.
 export const LINE_MS = BROWSER_BUDGET_MS + BROWSER_SLACK_MS + scaled(1000);
@@ -72,6 +71,51 @@ export function late(what, ms) {
   const store = lateness.getStore();
   if (store && !store.includes(said)) store.push(said);
   return said;
+}
+// The machine timed again (async: the probe goes on meanwhile), once for every limit that runs
+// out within a second of it; MACHINE says the latest.
+let retimed = { at: -Infinity, scale: null };
+function retime() {
+  if (Date.now() - retimed.at > 1000) {
+    const one = () => new Promise((resolve) => {
+      const t = process.hrtime.bigint();
+      const child = spawn(process.execPath, ["-e", "0"], { stdio: "ignore" });
+      const took = () => resolve(Number(process.hrtime.bigint() - t) / 1e6);
+      child.on("close", took).on("error", took);
+    });
+    const timed = async () => {
+      const bare = [await one(), await one(), await one()].sort((a, b) => a - b)[1];
+      Object.assign(MACHINE, { bare: Math.round(bare), scale: Math.max(MACHINE.scale, scaleOf(bare)) });
+      return MACHINE.scale;
+    };
+    retimed = { at: Date.now(), scale: timed() };
+  }
+  return retimed.scale;
+}
+/** `expire(ms)` once `ms` (a limit scaled as the ones above, by SCALED_BY) has run out; but a
+ * machine found slower by then (busy from the start, or since: a Mac running jobs) first grows
+ * the limit to its load, as often as it keeps getting slower, up to cfg.scale.max times an idle
+ * machine's. `ms` is then the limit that ran out. Returns the cancel. */
+export function limit(ms, expire) {
+  const started = Date.now();
+  let allowed = ms;
+  let timer;
+  let off = false;
+  const arm = (wait) => {
+    timer = setTimeout(async () => {
+      const grown = Math.round((ms / SCALED_BY) * (await retime()));
+      if (off) return;
+      if (grown > allowed) {
+        allowed = grown;
+        arm(allowed - (Date.now() - started));
+      } else expire(allowed);
+    }, Math.max(0, wait));
+  };
+  arm(ms);
+  return () => {
+    off = true;
+    clearTimeout(timer);
+  };
 }
 /** Whether `detail` is only what ran out of time (late): no evidence of an open wall in it. */
 export const onlyLate = (details) => {
@@ -116,15 +160,17 @@ export function run(cmd, args = [], { timeout = TOOL_MS, input = null, env = pro
       child.stdout.destroy();
       child.stderr.destroy();
     };
-    const timer = setTimeout(() => {
+    let ranOut = timeout;
+    const cancel = limit(timeout, (ms) => {
       timedOut = true;
+      ranOut = ms;
       try {
         process.kill(-child.pid, "SIGKILL");
       } catch {
         child.kill("SIGKILL");
       }
       if (exited) letGo();
-    }, timeout);
+    });
     child.on("exit", () => {
       exited = true;
       if (timedOut) letGo();
@@ -133,12 +179,12 @@ export function run(cmd, args = [], { timeout = TOOL_MS, input = null, env = pro
     child.stderr.on("data", (d) => (err += d));
     if (input !== null) child.stdin.end(input);
     child.on("error", (e) => {
-      clearTimeout(timer);
+      cancel();
       resolve({ code: null, out, err: err || String(e), missing: e.code === "ENOENT", spawnError: e.code || String(e) });
     });
     child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, out, err, missing: false, timedOut, limit: timeout });
+      cancel();
+      resolve({ code, out, err, missing: false, timedOut, limit: ranOut });
     });
   });
 }

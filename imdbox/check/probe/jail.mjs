@@ -7,7 +7,7 @@ import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
-import { cfg, tool, HOME, TOOL_MS, CONNECT_MS, late, onlyLate, short, run, unusable } from "./base.mjs";
+import { cfg, tool, HOME, TOOL_MS, MOST_TOOL_MS, CONNECT_MS, late, onlyLate, short, run, unusable } from "./base.mjs";
 import { secretPaths, CANARY, MADE, makeCanary, cleanup, readRegular, claudeLogin, letLoginGo } from "./home.mjs";
 import { inAJobsJail, inCodexsSandbox, startDriver } from "./jobs.mjs";
 import { PREVIEW_SERVER, NET_CLIENT, READS, PAGE_HTML, PAGE_SCRIPT } from "./shipped.mjs";
@@ -159,9 +159,9 @@ function startJobsWork(workspace, dir, sandboxed, asked, go) {
   fs.writeFileSync(path.join(dir, "page.js"), PAGE_SCRIPT);
   fs.writeFileSync(path.join(dir, "page.json"), JSON.stringify({ files: asked, preview: null }));
   return startDriver(workspace, {
-    ms: TOOL_MS,
+    ms: MOST_TOOL_MS,
     page: path.join(dir, "page.json"),
-    server: sandboxed(process.execPath, "-e", PREVIEW_SERVER, PREVIEW_TOKEN, String(TOOL_MS)),
+    server: sandboxed(process.execPath, "-e", PREVIEW_SERVER, PREVIEW_TOKEN, String(MOST_TOOL_MS)),
     next: sandboxed(...nextCommand("IMD-PREVIEW-URL", asked)),
     // The page may read files (a flag no job's browser has): what the jail holds is all it
     // can reach, so the jail, not Playwright's file:// guardrail, is what is proved.
@@ -192,7 +192,7 @@ async function whileThePreviewRuns(driver, preview, { workspace, other, codex, a
     // exec, through the jail, which asks Codex for it as it does for a job.
     codex && run(...inCodexsSandbox(workspace, ...nextCommand(preview.url, asked))),
   ]);
-  return { sandboxRun: runs.next, browserRun: runs.browser, fromOther, fromWorker, codexRun };
+  return { sandboxRun: runs.next, browserRun: runs.browser, runsWhy: runs.why, fromOther, fromWorker, codexRun };
 }
 
 /** Everything line 16 runs, at once where it can (`running` keeps what the clean-up ends), what
@@ -363,10 +363,10 @@ function provedDetail(claude, secrets, { codex, codexBin, claudeBin }, { net, co
  * Code's run on a job's repository (`repo`). */
 function verdict(claude, { secrets, work, other }, digest, ran, repo) {
   const bad = [];
-  if (ran.preview.late) bad.push(late("a preview server in Claude's sandbox (srt) in the job's jail", TOOL_MS));
+  if (ran.preview.late) bad.push(late("a preview server in Claude's sandbox (srt) in the job's jail", MOST_TOOL_MS));
   else if (ran.preview.why) bad.push(`srt in the job's jail ${ran.preview.why}`);
   else {
-    if (!ran.sandboxRun) bad.push("the job's jail did not finish its next command and its browser");
+    if (!ran.sandboxRun) bad.push(ran.runsWhy ? `the job's jail: ${ran.runsWhy}` : "the job's jail did not finish its next command and its browser");
     const reached = reachedFromOutside(ran, other);
     if (reached) bad.push(reached);
   }

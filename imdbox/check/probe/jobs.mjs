@@ -3,7 +3,7 @@
 // the driver of a job's work in one run of the jail.
 // One script with the other parts when it runs (imdbox/check/bundle.py).
 import { spawn } from "node:child_process";
-import { tool, HOME, TOOL_MS, late, short } from "./base.mjs";
+import { tool, HOME, TOOL_MS, late, limit, short } from "./base.mjs";
 import { DRIVER } from "./shipped.mjs";
 
 /** One of the image's programs as a job's CLI runs in `workspace` (worker/jail's --program):
@@ -19,8 +19,8 @@ export const inCodexsSandbox = (workspace, ...args) => [tool("jail"), ["codex", 
 
 /** The driver (shipped.mjs DRIVER) in one run of a job's jail, from `workspace`, given `work`
  * (its {ms, page, server, next, browser}): `preview` once the server runs (its {url}, or {why}),
- * `runs` once the next command and the browser, which wait for `go`, are done ({next, browser}),
- * and stop(). */
+ * `runs` once the next command and the browser, which wait for `go`, are done ({next, browser},
+ * or {why}), and stop(). */
 export function startDriver(workspace, work, go) {
   const [jail, args, { cwd, env }] = inAJobsJail(workspace, process.execPath, "-e", DRIVER, JSON.stringify(work));
   const child = spawn(jail, args, { cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
@@ -32,7 +32,7 @@ export function startDriver(workspace, work, go) {
   const preview = new Promise((r) => (givePreview = r));
   const runs = new Promise((r) => (giveRuns = r));
   const stop = async () => {
-    clearTimeout(timer);
+    cancel();
     try {
       child.stdin.end();
     } catch {}
@@ -44,15 +44,24 @@ export function startDriver(workspace, work, go) {
     await exited;
     clearTimeout(gone);
   };
-  // A jail that hangs is ended at a tool's limit, and named so.
-  const timer = setTimeout(() => {
-    givePreview({ why: late("starting its preview server", TOOL_MS) });
-    giveRuns({});
+  // A jail that hangs is ended at a tool's limit (grown with the machine's load), and named so:
+  // first its preview server's start, then, from `go`, its next command and browser. (The
+  // driver's own limits are its last resort: MOST_TOOL_MS.)
+  const hung = (what) => (ms) => {
+    givePreview({ why: late(what, ms) });
+    giveRuns({ why: late(what, ms) });
     stop();
-  }, TOOL_MS);
+  };
+  let cancel = limit(TOOL_MS, hung("starting its preview server"));
   child.on("error", (e) => (err += String(e)));
   child.stdin.on("error", () => {});
-  go.then(() => child.stdin.write("go\n"));
+  preview.then((p) =>
+    go.then(() => {
+      if (!p.url) return;
+      child.stdin.write("go\n");
+      cancel = limit(TOOL_MS, hung("its next command and browser"));
+    }),
+  );
   child.stderr.on("data", (d) => (err += d));
   child.stdout.on("data", (d) => {
     buf += d;
@@ -68,14 +77,18 @@ export function startDriver(workspace, work, go) {
         continue; // not the driver's line: judged as missing
       }
       if (m[1] === "preview") {
-        clearTimeout(timer);
+        cancel();
         givePreview(got.preview);
         if (got.preview.why) giveRuns({});
       }
-      if ("next" in got && "browser" in got) giveRuns({ next: got.next, browser: got.browser });
+      if ("next" in got && "browser" in got) {
+        cancel();
+        giveRuns({ next: got.next, browser: got.browser });
+      }
     }
   });
   exited.then((code) => {
+    cancel();
     givePreview({ why: `did not start (exit ${code}): ${short(err, 160)}` });
     giveRuns({});
   });

@@ -1,6 +1,6 @@
 // box check's probe, every line run, each within its limit, and the one result line printed.
 // One script with the other parts when it runs (imdbox/check/bundle.py).
-import { cfg, LINE_MS, IN_JAIL, MACHINE, RESULT_MARK, late, lateness, onlyLate, short } from "./base.mjs";
+import { cfg, LINE_MS, IN_JAIL, MACHINE, RESULT_MARK, late, lateness, limit, onlyLate, short } from "./base.mjs";
 import { user, capabilities, noNewPrivs, seccomp, mounts, firewall, resources, secrets, readOnly, image } from "./box.mjs";
 import { mac, lan, tailscale, metadata, multicast, ipv6, dnsWall, internet, browser, hostAddrs, fromJobsJail } from "./network.mjs";
 import path from "node:path";
@@ -20,17 +20,19 @@ const CHECKS = {
   login_broker: loginBroker,
 }; // prettier-ignore
 
-/** A line's probe within LINE_MS of `before` (the count it waits for), what ran out of time in it
- * noted as its own (lateness): a line that failed on that alone is late (not proved), never a FAIL. */
+/** A line's probe within LINE_MS of `before` (the count it waits for; grown with the machine's
+ * load, base.mjs limit), what ran out of time in it noted as its own (lateness): a line that
+ * failed on that alone is late (not proved), never a FAIL. */
 const guarded = (id, fn, before) => lateness.run([], async () => {
-  let timer;
+  let cancel = () => {};
+  let done = false; // a line done before `before` starts no limit
   try {
     const r = await Promise.race([
       fn(before),
       before.then(
         () =>
           new Promise((resolve) => {
-            timer = setTimeout(() => resolve({ ok: false, detail: late("the line's probe", LINE_MS) }), LINE_MS);
+            if (!done) cancel = limit(LINE_MS, (ms) => resolve({ ok: false, detail: late("the line's probe", ms) }));
           }),
       ),
     ]);
@@ -38,7 +40,8 @@ const guarded = (id, fn, before) => lateness.run([], async () => {
   } catch (e) {
     return { ok: false, detail: `the probe crashed: ${short(e && e.stack ? e.stack.split("\n")[0] : e, 150)}` };
   } finally {
-    clearTimeout(timer);
+    done = true;
+    cancel();
   }
 });
 

@@ -48,8 +48,9 @@ export function startDriver(workspace, work, go) {
   // first its preview server's start, then, from `go`, its next command and browser. (The
   // driver's own limits are its last resort: MOST_TOOL_MS.)
   const hung = (what) => (ms) => {
-    givePreview({ why: late(what, ms) });
-    giveRuns({ why: late(what, ms) });
+    const why = late(what, ms);
+    givePreview({ why });
+    giveRuns({ why });
     stop();
   };
   let cancel = limit(TOOL_MS, hung("starting its preview server"));

@@ -14,6 +14,7 @@ of them.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import gc
 import json
 import os
@@ -247,6 +248,51 @@ class _World:
 
         return self._once("set_up", make)
 
+    def agents(self) -> str:
+        """The volume of the run's one install of the real agent CLIs (tests/harness/agents.py),
+        which no test changes: the `agents` fixture gives each process a copy of it. The first
+        process to ask installs, under a lock the others wait on: an install is some 25 s of CPU,
+        and one for each xdist group cost a parallel run two more. A parallel run's controller
+        removes it at the end (hand_over)."""
+        from tests.harness import agents as agents_mod
+        from tests.harness import boxes
+
+        def install(into):  # into(): the install, and what it gives
+            try:
+                return into()
+            except Exception as exc:  # npm unreachable, say: every test that needs the CLIs fails with it
+                raise _Unusable(f"could not install the agent CLIs: {exc}", fail=True) from None
+
+        def make() -> str:
+            client, image = self.client(), self.image()
+            if self._given_at is None:
+                return install(lambda: self._stack.enter_context(agents_mod.installed(client, image)))
+            part = _part(self._given_at, "agents")
+            with open(part.with_suffix(".lock"), "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if not part.exists():
+                    volume = boxes.make_volume(client, "agents")
+                    _write_whole(part, {"volume": volume})  # the controller removes it, whatever comes next
+                    try:
+                        install(lambda: agents_mod.install_into(client, image, volume))
+                        _write_whole(part, {"volume": volume, "installed": True})
+                    except _Unusable as exc:
+                        _write_whole(part, {"volume": volume, "unusable": (str(exc), exc.fail)})
+                handed = json.loads(part.read_text())
+            if not handed.get("installed"):
+                raise _Unusable(*handed.get("unusable", ("the test process installing the agent CLIs stopped", True)))
+            return handed["volume"]
+
+        return self._once("agents", make)
+
+    def _remove_agents(self, folder: Path) -> None:
+        """A parallel run's controller: the volume its workers' agents() installed, if one did."""
+        from tests.harness import boxes
+
+        part = _part(folder, "agents")
+        if part.exists():
+            boxes.remove_volume(self.client(), json.loads(part.read_text())["volume"])
+
     def make_all(self, hand: Callable[[str, dict], None]) -> None:
         """Everything, now (a parallel run's controller), handed to its workers in two parts:
         the world as soon as it is made (most tests need only that), then the one real `box
@@ -288,6 +334,8 @@ class _World:
                 for part in HANDED:
                     if not _part(folder, part).exists():
                         hand(part, {"unusable": (f"could not make the test world: {exc}", True)})
+            if "client" in self._made:  # on the stack after the leak sweep, so it comes before it
+                self._stack.callback(self._remove_agents, folder)
 
         thread = threading.Thread(target=make, name="imdt-world", daemon=True)
         thread.start()
@@ -350,9 +398,9 @@ def pytest_sessionfinish(session):
     maker = session.config.stash.get(MAKER, None)
     if maker is not None and not world.hung:  # a run cut short while the world is made: it ends whole
         maker.join()
+    world.end()  # before the folder goes: the controller's end reads what its workers wrote there
     if session.config.stash[CONTROLLER]:
         shutil.rmtree(session.config.stash[GIVEN], ignore_errors=True)
-    world.end()
     if world.leaked or world.hung:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -433,9 +481,15 @@ def test_volume(docker_client):
 
 
 @pytest.fixture(scope="session")
-def agents(docker_client, box_image):
-    """The real agent CLIs, installed by box's own install path (tests/harness/agents.py)."""
-    from tests.harness.agents import installed
+def agents(request, docker_client, box_image):
+    """The real agent CLIs, installed by box's own install path (tests/harness/agents.py): this
+    process's own copy of the run's one install, which its tests may change."""
+    from tests.harness import boxes
 
-    with installed(docker_client, box_image) as volume:
+    try:
+        installed = request.config.stash[WORLD].agents()
+    except _Unusable as exc:
+        exc.act()
+    with boxes.volume(docker_client, "agents") as volume:
+        boxes.copy_volume(docker_client, box_image, installed, volume)
         yield volume

@@ -178,17 +178,7 @@ def copy_of(client: docker.DockerClient, image: str, template: BoxEnv, *, paired
     login is planted too. Removed on the way out."""
     with box_env(client, image) as env:
         client.volumes.create(env.volume, labels={names.LABEL: "1"})  # as box setup makes it
-        client.containers.run(
-            image,
-            entrypoint=["cp", "-a", "/from/.", "/to/"],
-            command=[],
-            user="0",  # keeps each file's owner and mode
-            network_mode="none",
-            volumes={template.volume: {"bind": "/from", "mode": "ro"}, env.volume: {"bind": "/to", "mode": "rw"}},
-            labels={"imd-test": "1"},
-            healthcheck=NO_HEALTHCHECK,
-            remove=True,
-        )
+        boxes.copy_volume(client, image, template.volume, env.volume)
         if paired:
             pair(env, login=login)
         yield env

@@ -5,10 +5,11 @@ runs in a one-off box made from the product's RunFlags, on Docker's default brid
 network with every wall up, and installs the latest @anthropic-ai/claude-code,
 @openai/codex and @vibe-kit/grok-cli. That box is the only one of these tests that reaches
 off this machine, and only npm (package installs). Install time and the volume's size are
-printed (pytest -s shows them). Each test process installs once, for every test of its that
-asks for `agents`: the modules that use them go in one of three xdist groups (GROUPS), each run by
-one worker with an install of its own, so that the three run side by side and no two workers
-share a volume the tests change.
+printed (pytest -s shows them). A run installs once (the world's `agents` in tests/conftest.py),
+into a volume no test changes; each test process takes a copy of its own for every test of its
+that asks for `agents`. The modules that use them go in one of three xdist groups (GROUPS), each
+run by one worker, so that the three run side by side and no two workers share a volume the tests
+change.
 """
 
 from __future__ import annotations
@@ -27,21 +28,26 @@ RUNTIMES = ["claude", "codex", "grok"]
 GROUPS = ("agent_clis", "agent_clis_2", "agent_clis_3")
 
 
+def install_into(client, image: str, volume: str) -> None:
+    """The three CLIs into `volume`, by install.sh in a walled box on `bridge`."""
+    # box's own Engine on the test image and volume; the npm specs are install.sh's
+    # defaults (@latest from npm), never a test feed: nothing is passed on to it.
+    eng = boxes.engine_of(client, image=image, volume=volume)
+    started = time.monotonic()
+    install.run_install(eng, "agents", install.install_env(RUNTIMES, 2))
+    seconds = time.monotonic() - started
+    sizes = volume_sizes(client, image, volume)
+    print(
+        f"\n[agents] install.sh agents ({','.join(RUNTIMES)}) took {seconds:.0f} s; volume {sizes['total']}"
+        f" (npm global {sizes['global']})"
+    )
+
+
 @contextlib.contextmanager
 def installed(client, image: str) -> Iterator[str]:
-    """A test volume with the three CLIs, installed by install.sh in a walled box on `bridge`."""
+    """A test volume with the three CLIs (install_into), removed on the way out (the bench's)."""
     with boxes.volume(client, "agents") as volume:
-        # box's own Engine on the test image and volume; the npm specs are install.sh's
-        # defaults (@latest from npm), never a test feed: nothing is passed on to it.
-        eng = boxes.engine_of(client, image=image, volume=volume)
-        started = time.monotonic()
-        install.run_install(eng, "agents", install.install_env(RUNTIMES, 2))
-        seconds = time.monotonic() - started
-        sizes = volume_sizes(client, image, volume)
-        print(
-            f"\n[agents] install.sh agents ({','.join(RUNTIMES)}) took {seconds:.0f} s; volume {sizes['total']}"
-            f" (npm global {sizes['global']})"
-        )
+        install_into(client, image, volume)
         yield volume
 
 

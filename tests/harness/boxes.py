@@ -70,14 +70,44 @@ def volume(client: docker.DockerClient, prefix: str = "home", **create) -> Itera
     """A fresh volume standing in for imd-worker-home (never the user's own); on the way
     out, pass or fail, every container using it and then the volume are removed.
     `create`: more `volumes.create` arguments (a size-limited driver, say)."""
-    name = unique(prefix)
-    client.volumes.create(name, labels={"imd-test": "1"}, **create)
+    name = make_volume(client, prefix, **create)
     try:
         yield name
     finally:
-        for c in client.containers.list(all=True, filters={"volume": name}):
-            c.remove(force=True)
+        remove_volume(client, name)
+
+
+def make_volume(client: docker.DockerClient, prefix: str, **create) -> str:
+    """A fresh test volume's name: the caller removes it (remove_volume), or the run's sweep does."""
+    name = unique(prefix)
+    client.volumes.create(name, labels={"imd-test": "1"}, **create)
+    return name
+
+
+def remove_volume(client: docker.DockerClient, name: str) -> None:
+    """Every container using volume `name`, then the volume: gone, or never made."""
+    for c in client.containers.list(all=True, filters={"volume": name}):
+        c.remove(force=True)
+    try:
         client.volumes.get(name).remove(force=True)
+    except docker.errors.NotFound:
+        pass
+
+
+def copy_volume(client: docker.DockerClient, image: str, source: str, target: str) -> None:
+    """Everything in volume `source` into `target`, each file's owner and mode kept (`cp -a`
+    as root), in a box of `image` with no network."""
+    client.containers.run(
+        image,
+        entrypoint=["cp", "-a", "/from/.", "/to/"],
+        command=[],
+        user="0",
+        network_mode="none",
+        volumes={source: {"bind": "/from", "mode": "ro"}, target: {"bind": "/to", "mode": "rw"}},
+        labels={"imd-test": "1"},
+        healthcheck=NO_HEALTHCHECK,
+        remove=True,
+    )
 
 
 def _attach(client: docker.DockerClient, container, topo: Topology) -> None:

@@ -14,7 +14,7 @@ from tests.harness import machine as test_machine
 def requests_timed(box, count: int, brokered: bool) -> list[float]:
     """`count` requests for the account's profile on one connection (curl's own timing of each):
     through the login broker with a sentinel minted for this shell, as a Claude job reaches it
-    (Anthropic's name at the broker's TLS port, which its network has as 443), or straight to
+    (Anthropic's name at the broker's port for that run, which its network has as 443), or straight to
     Anthropic with the owner's token."""
     from imdbox import layout
     from tests.harness import login
@@ -24,8 +24,9 @@ def requests_timed(box, count: int, brokered: bool) -> list[float]:
     if brokered:
         ask = (
             f"r=$({layout.BROKER_ASK} runs --data pid=$$) && "
-            f'a=$(sed -E \'s/.*"accessToken":"([^"]*)".*/\\1/\' {layout.BROKER_DIR}/runs/${{r#run }}.json) && '
-            f"curl -sS --fail --connect-to api.anthropic.com:443:127.0.0.1:{layout.BROKER_TLS_PORT} "
+            f"r=${{r#run }} && "
+            f'a=$(sed -E \'s/.*"accessToken":"([^"]*)".*/\\1/\' {layout.BROKER_DIR}/runs/${{r%% *}}.json) && '
+            f"curl -sS --fail --connect-to api.anthropic.com:443:127.0.0.1:${{r#* }} "
             f"--cacert {layout.BROKER_DIR}/trust.pem"
         )
     else:

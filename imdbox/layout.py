@@ -52,7 +52,9 @@ RUNS = f"{OWN_DIR}/runs"
 BROKER_DIR = f"{OWN_DIR}/broker"
 CLAUDE_LOGIN = f"{HOME}/.claude/.credentials.json"  # the owner's, which it alone (and box shell) reads
 BROKER_PORT = 47611  # its CONNECT proxy, for box shell
-BROKER_TLS_PORT = 47612  # TLS for Anthropic's login hosts, forwarded into a Claude job's network as 443
+# TLS for Anthropic's login hosts, for the box's own programs (box check, the bench): each Claude run
+# gets a port of its own, which its network has as 443 (worker/broker/broker.mjs).
+BROKER_TLS_PORT = 47612
 BROKER_ASK = f"{WORKER_DIR}/broker/ask"  # one request to it, on its control socket
 BROKER = f"{WORKER_DIR}/broker/broker.mjs"
 BROKER_START = f"{WORKER_DIR}/broker/start"  # it running, started once per box

@@ -67,7 +67,8 @@ SHELL = (
         layout.CLAUDE_LOGIN,
         "The owner's Claude login, which only the login broker and `box shell` read; the broker, its\n"
         "folder (one of the box's own), its ports on the box's\n"
-        "loopback (a CONNECT proxy for box shell; TLS, forwarded into a Claude job's network as 443)\n"
+        "loopback (a CONNECT proxy for box shell; TLS for the box's own programs: each Claude run has\n"
+        "a TLS port of its own, forwarded into its network as 443)\n"
         "and the hosts it serves: where Claude Code sends its login.",
     ),
     (

@@ -4,20 +4,25 @@ token to Anthropic's paths alone.
 A hostile job in a Claude run's jail (outside Claude's sandbox, where it holds its run's sentinel)
 sends the broker, on the one box of the module: three 300 MiB request bodies at once, a 401 it
 makes in a loop, a `Host` of its own, an absolute-form target, a path that is not on the broker's
-list, and credential headers beside its sentinel. The broker stays small and answers another
-request meanwhile, refreshes the owner's login once, and sends the owner's token to the host the
-client named in TLS, on the listed paths alone, with no other credential. Anthropic is the test
+list, credential headers beside its sentinel, and more idle TLS sessions than the broker takes at
+once. The broker stays small and answers another request meanwhile, refreshes the owner's login
+once, sends the owner's token to the host the client named in TLS, on the listed paths alone,
+with no other credential, and answers another run while the job holds its sessions. Anthropic is the test
 world's (tests/harness/login.py), which logs every request it gets.
 
 The twin is the same module's steps on a copy of the image whose broker has each of these walls
 taken out (TWIN: no caps, a refresh on every 401, the client's `Host` and target, every path,
-every header): each step shows what reached Anthropic there.
+every header, every run on the broker's one port): each step shows what reached Anthropic there,
+or what another run got.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
+import threading
+import time
 
 import pytest
 
@@ -30,7 +35,8 @@ from tests.harness.twins import patched_image, script_with
 pytestmark = [pytest.mark.usefixtures("box_image"), pytest.mark.xdist_group(agents_mod.GROUPS[0])]
 
 BROKER_JS = "worker/broker/broker.mjs"
-TWIN = script_with(
+TWIN = {
+  **script_with(
     BROKER_JS,
     layout.BROKER,
     # The caps: every body read as it comes, and kept whole for a retry.
@@ -45,7 +51,11 @@ TWIN = script_with(
     ("      if (!named) out.push(raw[i], host);", "      if (!named) out.push(raw[i], raw[i + 1]);"),
     ('const CREDENTIALS = new Set(["authorization", "proxy-authorization", "x-api-key", "cookie"]);',
      'const CREDENTIALS = new Set(["authorization"]);'),
-)  # fmt: skip
+  ),
+  # Every run's network forwards the broker's one TLS port, as before each run had a port of its own.
+  **script_with("worker/jail.d/network", f"{layout.JAIL_ROOMS}/network",
+                ('ports+=("443:$login_port")', 'ports+=("443:$BROKER_TLS_PORT")')),
+}  # fmt: skip
 
 API = "https://api.anthropic.com"
 MESSAGE = json.dumps({"model": "claude-imdt", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]})
@@ -103,6 +113,45 @@ def loop_of_401s(docker_client, image, box, tls) -> tuple[str, list]:
 
 
 OUTSIDE = "/api/imdt-outside-the-list"
+
+# A job's own command (node, in its jail) that opens more TLS sessions to the broker than it takes
+# at once, says so in `held` once each is up or refused, and holds them idle until `done` is there.
+HOLDER = """
+const tls = require("tls"), fs = require("fs");
+const count = 140;
+let up = 0, refused = 0;
+const settled = () => up + refused === count && fs.writeFileSync("held", "");
+for (let i = 0; i < count; i++) {
+  const s = tls.connect({ host: "api.anthropic.com", port: 443, servername: "api.anthropic.com" }, () => (up++, settled()));
+  s.once("error", () => (refused++, settled()));
+}
+setInterval(() => fs.existsSync("done") && (console.log("held " + up), process.exit(0)), 100);
+setTimeout(() => (console.log("held " + up + " when the wait ran out"), process.exit(1)), 90000);
+"""
+
+
+def while_a_job_holds_sessions(docker_client, image, box, tls) -> tuple[int, str]:
+    """A job opens 140 idle TLS sessions at the broker and holds them (HOLDER); meanwhile another
+    run asks for the account's profile. How many the holder held, and what the other run got."""
+    login.owned(box, login.owner_login())
+    node = jobs.workspace()
+    held = {}
+    with jobs.model(docker_client, image, box, [], login=login.anthropic(tls)):
+        holder = threading.Thread(
+            target=lambda: held.update(ran=jobs.in_jail(box, f"node -e {shlex.quote(HOLDER)}", node, 120))
+        )
+        holder.start()
+        try:
+            deadline = time.monotonic() + 60
+            while holder.is_alive() and time.monotonic() < deadline and as_imd(box, f"test -e {node}/held")[0] != 0:
+                time.sleep(0.2)
+            code, other = jobs.in_jail(box, with_sentinel(curl(f"{API}/api/oauth/profile", "-o /dev/null")))
+        finally:
+            as_imd(box, f"touch {node}/done")
+            holder.join(120)
+    assert held["ran"][0] == 0 and "held " in held["ran"][1], held
+    assert code == 0, other
+    return int(held["ran"][1].split("held ")[1].split()[0]), other
 
 
 def hostile_requests(docker_client, image, box, tls) -> tuple[str, list]:
@@ -219,3 +268,19 @@ def test_the_real_claude_code_asks_the_listed_paths_alone(docker_client, box_ima
     assert refused == [], status
     asked = {(r["method"], r["path"].split("?")[0]) for r in run.requests}
     assert ("POST", "/v1/messages") in asked, asked
+
+
+def test_a_job_holding_more_sessions_than_the_broker_takes_leaves_other_runs_answered(
+    docker_client, box_image, box, world
+):
+    held, other = while_a_job_holds_sessions(docker_client, box_image, box, world[1])
+    # Its own port full (64 answered, 64 more answered 503), the rest let go at once.
+    assert 64 < held <= 128, held
+    assert other.strip().endswith("status=200"), other
+
+
+def test_twin_every_run_on_one_port_is_refused_while_a_job_holds_them(docker_client, twin, world):
+    image, container = twin
+    held, other = while_a_job_holds_sessions(docker_client, image, container, world[1])
+    assert held > 128, held  # every session the broker takes at once
+    assert other.strip().endswith("status=503"), other

@@ -211,7 +211,7 @@ def test_twin_a_broker_that_starts_afresh_fails_the_job(docker_client, box_image
         "worker/broker/broker.mjs",
         layout.BROKER,
         (
-            "context = kept() ?? certificates();\ntakeUp();\n",
+            "context = kept() ?? certificates();\nawait takeUp();\n",
             'context = certificates();\nfor (const f of fs.readdirSync(at("runs"))) fs.rmSync(at(`runs/${f}`));\n',
         ),
     )
@@ -391,7 +391,7 @@ def test_twin_a_broker_that_tunnels_anywhere(docker_client, box_image, topology,
         **script_with(
             "worker/jail.d/network",
             f"{layout.JAIL_ROOMS}/network",
-            ('ports+=("443:$BROKER_TLS_PORT")', 'ports+=("443:$BROKER_TLS_PORT" "$BROKER_PORT")'),
+            ('ports+=("443:$login_port")', 'ports+=("443:$login_port" "$BROKER_PORT")'),
         ),
     }  # fmt: skip
     with (

@@ -5,8 +5,10 @@
 // alone: no job's jail and not the worker's view holds it. A job's Claude Code holds a sentinel
 // login of the same shape instead, one for each run (minted on DIR/control.sock by its launcher,
 // worker/jail.d/login, and forgotten when the run ends), and reaches Anthropic's hosts here: its
-// jail names them at its own loopback, where TLS_PORT is forwarded as 443 (worker/jail.d/network),
-// so nothing else it sends comes here. The broker ends TLS itself, for the host the client names
+// jail names them at its own loopback, where a port of the run's own on the box's loopback is
+// forwarded as 443 (worker/jail.d/network), so nothing else it sends comes here, and no run's
+// connections take another's (RUN_CONNECTIONS). TLS_PORT serves the same, for the box's own
+// programs (box check, the bench). The broker ends TLS itself, for the host the client names
 // (SNI) and no other, with a certificate of its own CA that the jail trusts (DIR/trust.pem: the
 // box's bundle and that CA), and swaps a live run's sentinel for the owner's token on the
 // requests it lends the login to (LENT), to that host (its Host header too) with no other
@@ -214,7 +216,8 @@ async function refreshNow(current) {
 // --- the runs a launcher minted a sentinel for ---------------------------------------------------
 // Each in DIR/runs: <id>.json, its sentinel login (the jail binds it), and <id>.run, what the
 // broker knows of it, so that a broker started again takes it up.
-const runs = new Map(); // id -> { access, refresh, pid, start, file }
+const runs = new Map(); // id -> { access, refresh, pid, start, file, port }
+const runPorts = new Map(); // id -> { server, sockets, open, limit, says }: the run's own port
 const record = (id) => path.join(dir, "runs", `${id}.run`);
 const token = (kind) => `sk-ant-${kind}01-${SENTINEL}${crypto.randomBytes(24).toString("hex")}`;
 
@@ -241,12 +244,37 @@ function forget(id) {
   const run = runs.get(id);
   if (!run) return;
   runs.delete(id);
+  const own = runPorts.get(id);
+  runPorts.delete(id);
+  if (own) {
+    own.server.close();
+    for (const socket of own.sockets) socket.destroy();
+  }
   fs.rmSync(record(id), { force: true });
   fs.rmSync(run.file, { force: true });
 }
 
-// The runs an earlier broker of this box minted, whose launchers live; the rest of DIR/runs goes.
-function takeUp() {
+// A run's own port on the box's loopback (`port`: the one it had, for a run taken up; else any
+// free one): its sessions count against its limit alone. Resolves to the port, or null.
+function listenFor(id, port = 0) {
+  const own = { sockets: new Set(), open: 0, limit: RUN_CONNECTIONS, says: `a run's own port takes ${RUN_CONNECTIONS}` };
+  own.server = net.createServer({ noDelay: true }, (socket) => {
+    socket.on("error", () => {});
+    if (context && runPorts.get(id) === own) ended(socket, own);
+    else socket.destroy();
+  });
+  return new Promise((resolve) => {
+    own.server.once("error", () => resolve(null));
+    own.server.listen(port, "127.0.0.1", () => {
+      runPorts.set(id, own);
+      resolve(own.server.address().port);
+    });
+  });
+}
+
+// The runs an earlier broker of this box minted, whose launchers live, each on its own port again;
+// the rest of DIR/runs goes.
+async function takeUp() {
   const folder = path.join(dir, "runs");
   const names = fs.readdirSync(folder);
   for (const name of names) {
@@ -261,23 +289,34 @@ function takeUp() {
     const id = /^([0-9a-f]{16})\.(run|json)$/.exec(name)?.[1];
     if (!id || !runs.has(id)) fs.rmSync(path.join(folder, name), { force: true });
   }
+  for (const [id, run] of runs) if (!Number.isInteger(run.port) || !(await listenFor(id, run.port))) forget(id);
 }
+
+// A run whose launcher is gone (killed before it said so) is forgotten, its port closed, within a
+// minute: not only when a request names its sentinel.
+setInterval(() => {
+  for (const [id, run] of runs) if (started(run.pid) !== run.start) forget(id);
+}, 60 * 1000).unref();
 
 // A login file of the owner's shape (`real`) holding sentinel tokens, which never expire.
 function sentinelLogin(real, access, refresh) {
   return JSON.stringify({ claudeAiOauth: { ...real, accessToken: access, refreshToken: refresh, expiresAt: Date.now() + SENTINEL_MS } });
 }
 
-function mint(pid) {
+// A run's sentinel and its own port: "run <id> <port>", "none" (no login to stand in for), or null
+// (no port to be had).
+async function mint(pid) {
   const real = login();
   const start = started(pid);
-  if (!real || !start) return null;
+  if (!real || !start) return "none";
   const id = crypto.randomBytes(8).toString("hex");
-  const run = { access: token("oat"), refresh: token("ort"), pid, start, file: path.join(dir, "runs", `${id}.json`) };
+  const port = await listenFor(id);
+  if (!port) return null;
+  const run = { access: token("oat"), refresh: token("ort"), pid, start, file: path.join(dir, "runs", `${id}.json`), port };
   writeAtomically(run.file, sentinelLogin(real, run.access, run.refresh));
   writeAtomically(record(id), JSON.stringify(run));
   runs.set(id, run);
-  return id;
+  return `run ${id} ${port}`;
 }
 
 // A login of the owner's shape whose tokens no run holds: the worker's view shows it, so the
@@ -287,21 +326,22 @@ function inert() {
   return real ? sentinelLogin(real, token("oat"), token("ort")) : null;
 }
 
-// The launchers' side: POST /runs (pid=<the launcher's>) -> "run <id>" (its sentinel login is
-// DIR/runs/<id>.json), "none" (no login to stand in for) or "owner" (MODE jail); DELETE
+// The launchers' side: POST /runs (pid=<the launcher's>) -> "run <id> <port>" (its sentinel login
+// is DIR/runs/<id>.json, its own port on the box's loopback <port>), "none" (no login to stand in
+// for) or "owner" (MODE jail); DELETE
 // /runs/<id>; GET /view (the worker's view's login), GET /status.
 function control(req, res) {
   const reply = (status, text) => res.writeHead(status, { "content-type": "text/plain" }).end(`${text}\n`);
   const chunks = [];
   req.on("data", (c) => chunks.push(c));
-  req.on("end", () => {
+  req.on("end", async () => {
     const body = Buffer.concat(chunks).toString("utf8");
     if (req.method === "POST" && req.url === "/runs") {
       const pid = /^pid=([0-9]+)$/.exec(body.trim())?.[1];
       if (!pid) return reply(400, "POST /runs takes pid=<the launcher's pid>");
       if (mode === "jail") return reply(200, "owner"); // the file as it is, as before the broker
-      const id = mint(pid);
-      return reply(200, id ? `run ${id}` : "none");
+      const minted = await mint(pid);
+      return minted ? reply(200, minted) : reply(503, "the broker could not listen for the run");
     }
     const gone = /^\/runs\/([0-9a-f]{16})$/.exec(req.url ?? "");
     if (req.method === "DELETE" && gone) {
@@ -344,7 +384,10 @@ const INFERENCE = new Set(["api.anthropic.com /v1/messages"]);
 const MB = 1024 * 1024;
 const BODY_LIMIT = 32 * MB; // a request's body: the Messages API's own limit (32 MB)
 const REPLAY_BUDGET = 16 * MB; // bodies kept for a retry after a refresh, every request's together
-const CONNECTIONS = 128; // TLS sessions at once, every job's and box shell's together
+const CONNECTIONS = 128; // TLS sessions at once on TLS_PORT and box shell's proxy together
+// TLS sessions at once on one run's own port: a job that holds more (idle, say) is refused on its
+// own port alone, and every other run's is as free as before.
+const RUN_CONNECTIONS = 64;
 const PER_RUN = 16; // requests at once with one run's sentinel
 // Every credential a client may send; a run's request goes on with the owner's token alone.
 const CREDENTIALS = new Set(["authorization", "proxy-authorization", "x-api-key", "cookie"]);
@@ -559,7 +602,7 @@ async function readSmall(req, res) {
 }
 
 async function onRequest(host, req, res) {
-  if (req.socket.over) return refuse(res, 503, `the broker takes ${CONNECTIONS} connections at once; try again`, "overloaded_error", true);
+  if (req.socket.over) return refuse(res, 503, `${req.socket.over} connections at once; try again`, "overloaded_error", true);
   const target = req.url ?? "";
   if (!target.startsWith("/")) return refuse(res, 400, `refused ${shown(target)}: a request names a path, never a URL (origin-form alone)`, "invalid_request_error", true);
   const route = target.split("?")[0];
@@ -606,13 +649,21 @@ const sessions = http.createServer({ keepAlive: true }, (req, res) =>
   onRequest(`${req.socket.servername}`.toLowerCase(), req, res).catch(() => res.destroy()),
 );
 let context = null; // the hosts' certificate, once set up
-let connections = 0; // TLS sessions open now
+// The TLS sessions open now, counted against a limit: TLS_PORT's and the proxy's together, and each
+// run's own port's (runPorts).
+const shared = { open: 0, limit: CONNECTIONS, says: `the broker takes ${CONNECTIONS}` };
 const HANDSHAKE_MS = 10 * 1000; // a client that does not finish its TLS handshake by then is let go
 
-// A session over CONNECTIONS is still ended, to answer its requests 503 with the limit.
-function ended(socket) {
-  connections += 1;
-  socket.once("close", () => (connections -= 1));
+// A session over its pool's limit is still ended, to answer its requests 503 with the limit; one
+// over twice the limit is let go at once, so that a flood of sessions costs the broker nothing more.
+function ended(socket, pool = shared) {
+  if (pool.open >= 2 * pool.limit) return socket.destroy();
+  pool.open += 1;
+  pool.sockets?.add(socket);
+  socket.once("close", () => {
+    pool.open -= 1;
+    pool.sockets?.delete(socket);
+  });
   socket.setTimeout(HANDSHAKE_MS, () => socket.destroy());
   const secure = new tls.TLSSocket(socket, {
     isServer: true,
@@ -624,7 +675,7 @@ function ended(socket) {
       done(new Error("not a host of the broker's"));
     },
   });
-  secure.over = connections > CONNECTIONS;
+  secure.over = pool.open > pool.limit ? pool.says : null;
   secure.on("error", () => socket.destroy());
   secure.once("secure", () => socket.setTimeout(0));
   sessions.emit("connection", secure);
@@ -702,7 +753,7 @@ await listening(direct, tlsPort);
 // Then set up: its folder, the certificate and the runs an earlier broker of this box left.
 fs.mkdirSync(path.join(dir, "runs"), { recursive: true, mode: 0o700 });
 context = kept() ?? certificates();
-takeUp();
+await takeUp();
 const socket = path.join(dir, "control.sock");
 fs.rmSync(socket, { force: true });
 const controller = http.createServer(control);

@@ -45,7 +45,8 @@ def install_into(client, image: str, volume: str) -> None:
 
 @contextlib.contextmanager
 def installed(client, image: str) -> Iterator[str]:
-    """A test volume with the three CLIs (install_into), removed on the way out (the bench's)."""
+    """A test volume with the three CLIs (install_into), removed on the way out: the bench's, and a
+    run's one install where no workers share it."""
     with boxes.volume(client, "agents") as volume:
         install_into(client, image, volume)
         yield volume

@@ -260,7 +260,7 @@ function listenFor(id, port = 0) {
   const own = { sockets: new Set(), open: 0, limit: RUN_CONNECTIONS, says: `a run's own port takes ${RUN_CONNECTIONS}` };
   own.server = net.createServer({ noDelay: true }, (socket) => {
     socket.on("error", () => {});
-    if (context && runPorts.get(id) === own) ended(socket, own);
+    if (context) ended(socket, own);
     else socket.destroy();
   });
   return new Promise((resolve) => {

@@ -697,6 +697,38 @@ def test_16_17_no_user_namespaces(check, has_browser):
     assert "could not become root in a user namespace" in report.by_id("jailed_root").detail
 
 
+def clearing_line_16s(shared: bool = False):
+    """A check box's `mutate`: line 16 removes what it made (MADE) every millisecond from its
+    start, as it does once when it ends, which is at once where its sandbox cannot start
+    (test_16_17): while the network lines' jail starts. `shared`: their workspace in MADE too."""
+    start = "async function readJail(go) {"
+    sweep = " const sweep = setInterval(() => cleanup(MADE), 1); setTimeout(() => clearInterval(sweep), 5000);"
+
+    def mutate(kw):
+        assert start in kw["command"][3], "line 16 no longer starts so"
+        kw["command"][3] = kw["command"][3].replace(start, start + sweep)
+        if shared:
+            kw["command"][3] = kw["command"][3].replace(
+                "makeDirs(workspace, MADE_NETWORK)", "makeDirs(workspace, MADE)"
+            )
+
+    return mutate
+
+
+def test_a_job_jails_workspace_is_its_own_while_line_16_clears_what_it_made(check):
+    report = check(mutate=clearing_line_16s(), read_jail=True, network=True)
+    assert not set(report.failed()) & set(FROM_A_JOBS_JAIL), show(report)
+
+
+def test_twin_a_job_jails_workspace_in_line_16s_list_is_gone_before_the_jail_starts(check):
+    report = check(mutate=clearing_line_16s(shared=True), read_jail=True, network=True)
+    # Gone before the jail starts in it (the spawn's working directory), or before its place room.
+    assert set(FROM_A_JOBS_JAIL) <= set(report.failed()), show(report)
+    assert re.search(
+        r"from a job's jail: the job's jail (is missing|gave no result .* is not a folder)", report.by_id("mac").detail
+    )
+
+
 def test_7_13_an_answer_waiting_when_the_bound_ends_still_counts(check, has_browser):
     # The probe's event loop busy past the lookups' 2 s bound right after the DNS query
     # goes out, as on a Mac whose cores the jobs take: both answers (the resolver's, line 13,

@@ -2,7 +2,7 @@
 // One script with the other parts when it runs (imdbox/check/bundle.py).
 import { cfg, LINE_MS, IN_JAIL, MACHINE, RESULT_MARK, late, lateness, limit, onlyLate, short } from "./base.mjs";
 import { user, capabilities, noNewPrivs, seccomp, mounts, firewall, resources, secrets, readOnly, image } from "./box.mjs";
-import { mac, lan, tailscale, metadata, multicast, ipv6, dnsWall, internet, browser, hostAddrs, fromJobsJail } from "./network.mjs";
+import { mac, lan, tailscale, metadata, multicast, ipv6, dnsWall, internet, browser, hostAddrs, fromJobsJail, MADE_NETWORK } from "./network.mjs";
 import path from "node:path";
 import { cleanup, letLoginGo, makeDirs, secretPaths, MADE } from "./home.mjs";
 import { readJail } from "./jail.mjs";
@@ -100,6 +100,7 @@ cleanup(MADE);
 cleanup(MADE_HANDS);
 cleanup(MADE_VIEW);
 cleanup(MADE_LOGIN);
+cleanup(MADE_NETWORK);
 cleanup(SHARED);
 letLoginGo(true);
 process.stdout.write(`${RESULT_MARK}${JSON.stringify({ results, jailed, machine: MACHINE })}\n`);

@@ -7,7 +7,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { cfg, HOME, PORT, TOOL_MS, LINE_MS, CONNECT_MS, V6_CONNECT_MS, BROWSER_BUDGET_MS, BROWSER_SLACK_MS, IN_JAIL, MACHINE, RESULT_MARK, REFUSALS, mostOf, short, run, unusable, tcp, udp, refusedAll, dnsQuery, within } from "./base.mjs";
-import { secretPaths, makeDirs, CANARY, MADE } from "./home.mjs";
+import { secretPaths, makeDirs, cleanup, CANARY } from "./home.mjs";
 import { inAJobsJail } from "./jobs.mjs";
 
 // ------------------------------------------------------------------ the network walls
@@ -228,16 +228,28 @@ async function boxListener() {
   throw new Error("no port on the box to listen on");
 }
 
+// The job's workspace the jail runs in, its own: line 16 removes what it made (MADE) as it
+// ends, which may be while this jail starts. The probe's exit removes what a cut-off run left.
+export const MADE_NETWORK = [];
+
 /** `ids` again, by this probe, run by the image's node in one run of a job's jail: the job's
  * network of its own, the same walls. Before any other line runs, so that what the firewall
  * counts meanwhile is the jail's alone. {id: {ok, detail}}, or {why} when the jail gave none. */
 export async function fromJobsJail(ids) {
   const workspace = path.join(secretPaths().workRoot, `${CANARY}-network`);
   try {
-    makeDirs(workspace, MADE);
+    makeDirs(workspace, MADE_NETWORK);
   } catch (e) {
     return { why: `cannot make the job's workspace in ${HOME} (${e.code || e})` };
   }
+  try {
+    return await inTheJail(ids, workspace);
+  } finally {
+    cleanup(MADE_NETWORK);
+  }
+}
+
+async function inTheJail(ids, workspace) {
   const box = await boxListener();
   const config = { ...cfg, in_jail: true, machine: MACHINE, only: ids, port: box.address().port, jail_names: Object.fromEntries(await macAddresses()) };
   let r = null;

@@ -10,7 +10,8 @@ import time
 from bench.common import GOALS, PREFIX, Bench, added_row, cost_row, log, tail
 from bench.report import Row
 from imdbox import engine
-from imdbox.throwaway import throwaway
+from imdbox.check.runner import BOX_PREFIX
+from imdbox.throwaway import LEAVING_S, throwaway
 from tests.harness import boxes
 from tests.harness import machine as test_machine  # the test topology: one per machine, under the tests' lock
 
@@ -33,6 +34,7 @@ def check(bench: Bench) -> None:
         t0 = time.perf_counter()
         res = bench.box.run("check", "--json", *extra, timeout=300)
         elapsed = time.perf_counter() - t0
+        gone(bench, BOX_PREFIX)  # the engine removes the check's box after the report
         try:
             report = json.loads(res.stdout)
         except json.JSONDecodeError:
@@ -109,6 +111,9 @@ def _check_harness(bench: Bench, label: str) -> None:
                             name_prefix=f"{PREFIX}check-",
                         )
                         this.samples.append(time.perf_counter() - t0)
+                        # The engine removes the check's box after the report (auto_remove): not
+                        # timed, and not left to slow what comes next.
+                        gone(bench, f"{PREFIX}check-")
                         failed[this.metric] |= set(report.failed())
                         for wall, ms in report.probe_ms.items():
                             this.parts_ms.setdefault(wall, []).append(ms)
@@ -132,6 +137,15 @@ def _check_harness(bench: Bench, label: str) -> None:
         bench.rows += [bare, cost_row("`box check` / a bare walled start", row, bare, GOALS["check_starts"])]
         # What the test world adds to a box, which a user's never has.
         bench.rows += [six, on_test_networks, added_row("the test networks' share of a start", on_test_networks, bare)]
+
+
+def gone(bench: Bench, prefix: str) -> None:
+    """Once no box whose name starts with `prefix` is left (LEAVING_S at most)."""
+    deadline = time.monotonic() + LEAVING_S
+    while bench.client.containers.list(all=True, filters={"name": prefix}, ignore_removed=True):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the engine left a box of {prefix}* for more than {LEAVING_S} s")
+        time.sleep(0.05)
 
 
 def bare_start(bench: Bench, eng, topo=None) -> float:

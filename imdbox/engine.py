@@ -20,7 +20,7 @@ from .config import LOGIN_ENV, Config
 from .endpoint import Endpoint, client_for, endpoint
 from .errors import BoxError
 from .runflags import STOP_TIMEOUT, SYSTEM_PATH, EngineLimits, RunFlags
-from .throwaway import interruptible, throwaway
+from .throwaway import interruptible, once_free, throwaway
 
 # Run a command in the running box exactly as the entrypoint runs the worker
 # (worker/as-imd: as `imd`, every capability gone, no_new_privs, private umask).
@@ -143,7 +143,8 @@ def remove_box(container) -> None:
 
 
 def remove_volume(eng: Engine) -> None:
-    eng.client.volumes.get(eng.cfg.volume).remove(force=True)
+    # Once the boxes the engine removes on its own (a check's that has just printed) let it go.
+    once_free(lambda: eng.client.volumes.get(eng.cfg.volume).remove(force=True))
 
 
 def remove_image_tag(eng: Engine, tag: str) -> None:

@@ -10,14 +10,18 @@ import contextlib
 import queue
 import signal
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from typing import Callable, Optional, TypeVar
 
 import docker.errors
 
 from . import names
 
+# A box that removes itself (auto_remove) once it ends is gone within this.
+LEAVING_S = 10
+ASKING_S = 0.1  # what an ask of the engine takes to send
 INTERRUPTED_WAIT = 1.5  # seconds a Ctrl-C'd command waits for its box's removal
 INTERRUPTED_TERM = 0.7  # of which its box gets this long to clean up after SIGTERM
 
@@ -76,7 +80,8 @@ def throwaway(client, kwargs: dict, prefix: str) -> Iterator:
     """A container that lives only for this block, whatever ends it (an error, Ctrl-C).
     It gets a unique name first (`prefix`, the seat's container, then its role), so that
     even a Ctrl-C between the engine creating it and box hearing back finds it again; it is
-    removed with Ctrl-C held back."""
+    removed with Ctrl-C held back. One made to remove itself (auto_remove), which the block
+    started and ran to its end with, is only asked to end: the engine removes it."""
     kwargs = dict(kwargs)
     role = (kwargs.get("labels") or {}).get(f"{names.LABEL}.role", "oneoff")
     name = kwargs["name"] = kwargs.get("name") or f"{prefix}-{role}-{uuid.uuid4().hex[:8]}"
@@ -86,6 +91,22 @@ def throwaway(client, kwargs: dict, prefix: str) -> Iterator:
             client.api.remove_container(name, force=True)
         except docker.errors.APIError:  # never made, or already gone
             pass
+
+    def let_go() -> None:
+        # A box the block started that removes itself once it ends (auto_remove): asked to end
+        # (SIGTERM: the engine answers a SIGKILL only once the box is down), and left to the
+        # engine. The ask is waited for no longer than it takes to send: while the box goes
+        # down, the engine holds every call on it until it is down.
+        def ask() -> None:
+            import requests.exceptions
+
+            # It has ended, is gone, or the engine went: nothing of it is box's to say.
+            with contextlib.suppress(docker.errors.APIError, requests.exceptions.RequestException):
+                client.api.kill(name, signal="SIGTERM")
+
+        asking = threading.Thread(target=ask, daemon=True)
+        asking.start()
+        asking.join(ASKING_S)
 
     def stop_then_remove() -> None:
         # SIGTERM first: an install box removes its staging folder from the volume
@@ -97,15 +118,18 @@ def throwaway(client, kwargs: dict, prefix: str) -> Iterator:
             pass
         remove()
 
-    interrupted = False
+    interrupted = done = False
     try:
         yield client.containers.create(**kwargs)
+        done = True
     except KeyboardInterrupt:
         interrupted = True
         raise
     finally:
         with sigint_held():
-            if interrupted:
+            if done and kwargs.get("auto_remove"):
+                let_go()
+            elif interrupted:
                 # Ctrl-C: box ends within 2 s. Killing a box whose sandboxes hold their
                 # own namespaces can take longer; the engine finishes the removal on its
                 # own once asked, so box asks and stops waiting after INTERRUPTED_WAIT.
@@ -114,3 +138,66 @@ def throwaway(client, kwargs: dict, prefix: str) -> Iterator:
                 asking.join(INTERRUPTED_WAIT)
             else:
                 remove()
+
+
+def once_free(remove: Callable[[], object], in_use: tuple[int, ...] = (409,)) -> None:
+    """`remove` (of a volume, a network, an image), again while a box the engine is removing on
+    its own holds it (`in_use`: the engine's answers then), for up to LEAVING_S; gone is fine."""
+    deadline = time.monotonic() + LEAVING_S
+    while True:
+        try:
+            remove()
+            return
+        except docker.errors.NotFound:
+            return
+        except docker.errors.APIError as exc:
+            if exc.status_code not in in_use or time.monotonic() > deadline:
+                raise
+        time.sleep(0.1)
+
+
+def attached(container) -> Iterator[tuple[Optional[bytes], Optional[bytes]]]:
+    """A box's stdout and stderr, as pieces: asked for before the box starts, nothing is missed
+    (a box that has ended cannot be attached to, and one that removes itself keeps no logs)."""
+    return container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True)
+
+
+def until_line(
+    container, output: Iterator, mark: bytes, seconds: float, before: bytes = b""
+) -> tuple[str, str, bool, Optional[int]]:
+    """A started box's stdout and stderr (`output`: attached) until a whole line of its stdout
+    starts with `mark` and its stderr holds `before`, or until it ends; whether that came within
+    `seconds`, and the exit code of a box that ended (None while it runs, or once the engine has
+    removed it). The engine reads the two streams apart: what a box wrote to stderr just before
+    a line of stdout may come after it."""
+    import requests.exceptions
+
+    pieces: queue.SimpleQueue = queue.SimpleQueue()
+
+    def read() -> None:  # a thread of its own: the wait below has a deadline, and Ctrl-C is seen
+        try:
+            for piece in output:
+                pieces.put(piece)
+        except (docker.errors.APIError, requests.exceptions.RequestException):
+            pass
+        pieces.put(None)
+
+    threading.Thread(target=read, name="imd-box-output", daemon=True).start()
+    out, err = bytearray(), bytearray()
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            piece = pieces.get(timeout=min(left, STREAM_WAIT))
+        except queue.Empty:
+            continue
+        if piece is None:  # the box ended
+            try:
+                code: Optional[int] = container.wait(timeout=10)["StatusCode"]
+            except (docker.errors.APIError, requests.exceptions.RequestException):
+                code = None
+            return out.decode(errors="replace"), err.decode(errors="replace"), True, code
+        out += piece[0] or b""
+        err += piece[1] or b""
+        if out.endswith(b"\n") and any(ln.startswith(mark) for ln in out.splitlines()) and before in err:
+            return out.decode(errors="replace"), err.decode(errors="replace"), True, None
+    return out.decode(errors="replace"), err.decode(errors="replace"), False, None

@@ -57,6 +57,7 @@ from .report import Report, Result
 from .walls import FROM_A_JOBS_JAIL, WALLS
 
 RESULT_MARK = "IMD-BOX-CHECK "
+BOX_PREFIX = "imd-box-check-"  # the name of each check's box begins so
 # A tool's own limit in the probe. Lines 3 (find over the whole image) and 16 (srt, the
 # browser) take about a second on an idle machine and several on one whose cores are busy:
 # a Mac busy with the worker's jobs is such a machine, and a slow tool is no open wall. It
@@ -201,7 +202,8 @@ def parse(
     line = next((ln for ln in reversed(stdout.splitlines()) if ln.startswith(RESULT_MARK)), None)
     if line is None:
         tail = " | ".join(ln.strip() for ln in stderr.strip().splitlines()[-3:]) or "no output"
-        return _fail_all(f"the probe gave no result (exit {exit_code}): {tail[:300]}"), {}
+        code = "unknown" if exit_code is None else exit_code
+        return _fail_all(f"the probe gave no result (exit {code}): {tail[:300]}"), {}
     try:
         found = json.loads(line[len(RESULT_MARK) :])
         raw = {r["id"]: r for r in found["results"]}
@@ -263,14 +265,12 @@ def run_check(
     only: Sequence[str] = (),
     mutate: Optional[Callable[[dict], None]] = None,
     timeout: float = 60.0,
-    name_prefix: str = "imd-box-check-",
+    name_prefix: str = BOX_PREFIX,
 ) -> Report:
     """Start the throwaway box on the engine's image and volume (eng.cfg), let the probes run,
-    remove it; always returns a report. `timeout` is an idle machine's: the probe's limits grow
+    and let it go once they have printed their result (the engine removes it); always returns a
+    report. `timeout` is an idle machine's: the probe's limits grow
     with the machine's load, up to MAX_SCALE times."""
-    import docker.errors
-    import requests.exceptions
-
     from .. import engine
 
     started = time.monotonic()
@@ -283,24 +283,27 @@ def run_check(
         kwargs["extra_hosts"] = dict(extra_hosts)
     if mutate:
         mutate(kwargs)
-    from ..throwaway import throwaway
+    from ..throwaway import attached, throwaway, until_line
 
+    # The probe's result is the box's last word: box check reads it as it is printed, and lets
+    # the box go then (throwaway), which the engine removes on its own: its end and its network
+    # taken down, some 0.15 s, are no part of the check.
+    kwargs["auto_remove"] = True
     with throwaway(eng.client, kwargs, eng.cfg.container) as container:
         for extra in networks[1:]:
             eng.client.networks.get(extra).connect(container)
+        output = attached(container)
         container.start()
         counter = counters.Counter(container)
         if set(only or FROM_A_JOBS_JAIL) & set(FROM_A_JOBS_JAIL):
             counter.start()
-        try:
-            exit_code = container.wait(timeout=timeout * MAX_SCALE)["StatusCode"]
-        except (requests.exceptions.RequestException, docker.errors.APIError):
-            exit_code = None
-        if counter.is_alive():  # its exec ends with the box
+        stdout, stderr, in_time, exit_code = until_line(
+            container, output, RESULT_MARK.encode(), timeout * MAX_SCALE, protocol.WALLS_UP.encode()
+        )
+        if counter.is_alive():  # its exec ends after its last step, or with the box
             counter.join(timeout=10)
-        stdout = container.logs(stdout=True, stderr=False).decode(errors="replace")
-        stderr = container.logs(stdout=False, stderr=True).decode(errors="replace")
-        if exit_code is None:
+        if not in_time:
+            engine.remove_box(container)  # a probe out of time may not end when asked
             late = f"the check box took longer than {timeout * MAX_SCALE:.0f} s"
             results = [Result(w.number, w.title, w.id, False, late, True, True) for w in WALLS]
             ms: dict[str, int] = {}

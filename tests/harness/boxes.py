@@ -17,8 +17,9 @@ import docker
 from imdbox import engine, layout, names
 from imdbox.config import Config
 from imdbox.startup import WALLS_UP  # the entrypoint's line that `box start` waits for
+from imdbox.throwaway import once_free
 
-from .topology import NO_HEALTHCHECK, PREFIX, Topology
+from .topology import NO_HEALTHCHECK, PREFIX, Topology, remove_container
 
 
 @dataclass(frozen=True)
@@ -86,12 +87,9 @@ def make_volume(client: docker.DockerClient, prefix: str, **create) -> str:
 
 def remove_volume(client: docker.DockerClient, name: str) -> None:
     """Every container using volume `name`, then the volume: gone, or never made."""
-    for c in client.containers.list(all=True, filters={"volume": name}):
-        c.remove(force=True)
-    try:
-        client.volumes.get(name).remove(force=True)
-    except docker.errors.NotFound:
-        pass
+    for c in client.containers.list(all=True, filters={"volume": name}, ignore_removed=True):
+        remove_container(c)
+    once_free(lambda: client.volumes.get(name).remove(force=True))
 
 
 def copy_volume(client: docker.DockerClient, image: str, source: str, target: str) -> None:

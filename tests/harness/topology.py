@@ -39,6 +39,7 @@ import docker
 from docker.types import IPAMConfig, IPAMPool
 
 from imdbox.check.runner import Targets
+from imdbox.throwaway import once_free
 
 PREFIX = "imdt-"
 # The harness's own containers (listeners, the feed, controls, keepers) run the box image
@@ -185,14 +186,25 @@ def apart(networks) -> list[list]:
     return [list(g.values()) for g in groups if g]
 
 
+def remove_container(container) -> None:
+    """Force-remove `container`: one already gone, or that the engine is removing, is fine."""
+    try:
+        container.remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as exc:
+        if exc.status_code != 409:  # 409: its removal is under way
+            raise
+
+
 def _remove_leftovers(client: docker.DockerClient) -> None:
     # Anything still attached (listeners, boxes of an interrupted run) goes too:
     # the subnets are fixed, so only one topology can exist at a time.
     networks = client.networks.list(names=[n.name for n in NETS])
     for n in networks:
         n.reload()
-    side_by_side(lambda group: [c.remove(force=True) for c in group], apart(networks))
-    side_by_side(lambda n: n.remove(), networks)
+    side_by_side(lambda group: [remove_container(c) for c in group], apart(networks))
+    side_by_side(lambda n: once_free(n.remove, in_use=(403, 409)), networks)  # 403: active endpoints
     for t in TARGETS:  # a listener whose network went first
         for c in client.containers.list(all=True, filters={"name": f"^{PREFIX}listener-{t.name}$"}):
             c.remove(force=True)

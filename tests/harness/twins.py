@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 from imdbox import layout, names
+from imdbox.throwaway import once_free
 
 ROOT = names.REPO_ROOT
 CMD = [layout.WORKER_VIEW, "/usr/local/lib/imd-box/worker/run.sh"]  # the image's own CMD, kept in a patched copy
@@ -48,8 +49,8 @@ def patched_image(client, image: str, files: dict):
         staging.remove(force=True)
     try:
         yield f"imdt-patched:{tag}"
-    finally:
-        client.images.remove(f"imdt-patched:{tag}", force=True)
+    finally:  # once a check's box, which the engine removes on its own, has let it go
+        once_free(lambda: client.images.remove(f"imdt-patched:{tag}", force=True))
 
 
 def script_with(repo_path: str, box_path: str, *changes: tuple[str, str]) -> dict:

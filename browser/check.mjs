@@ -138,8 +138,9 @@ export class McpSession {
   }
 }
 
-/** The whole line: ok only when the snapshot holds `expect`. */
-export async function check({ html, expect, launcher, deadlineMs }) {
+/** The whole line: ok only when the snapshot holds `expect`. `said(result)` has the result
+ * before the browser is stopped. */
+export async function check({ html, expect, launcher, deadlineMs, said = () => {} }) {
   const started = Date.now();
   const token = `imd-box browser check ${randomBytes(6).toString("hex")}`;
   expect = expect ?? token;
@@ -188,15 +189,17 @@ export async function check({ html, expect, launcher, deadlineMs }) {
   };
   const running = run();
   running.catch(() => {}); // after the deadline its failure is no longer news
+  let result;
   try {
-    return await Promise.race([running, deadline]);
+    result = await Promise.race([running, deadline]);
   } catch (err) {
-    return { ok: false, detail: err.message };
-  } finally {
-    clearTimeout(timer);
-    await mcp.stop();
-    page.close();
+    result = { ok: false, detail: err.message };
   }
+  clearTimeout(timer);
+  said(result);
+  await mcp.stop();
+  page.close();
+  return result;
 }
 
 function mcpVersion() {
@@ -214,7 +217,9 @@ function firstLines(text, n = 4) {
 // `node check.mjs <budget ms>`: the budget is box's (imdbox/browser.py CHECK_SECONDS).
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const deadlineMs = Number(process.argv[2]);
-  const result = deadlineMs > 0 ? await check({ deadlineMs }) : { ok: false, detail: "usage: check.mjs <budget ms>" };
-  process.stdout.write(JSON.stringify(result) + "\n");
+  // The one line of stdout, as soon as the result is known: the browser's stop comes after.
+  const say = (result) => process.stdout.write(JSON.stringify(result) + "\n");
+  const usage = { ok: false, detail: "usage: check.mjs <budget ms>" };
+  const result = deadlineMs > 0 ? await check({ deadlineMs, said: say }) : (say(usage), usage);
   process.exit(result.ok ? 0 : 1);
 }

@@ -137,8 +137,10 @@ export const short = (s, n = 160) => {
   return t.length > n ? t.slice(0, n - 1) + "…" : t;
 };
 
-/** Run a program; never throws. {code, out, err, missing, timedOut, spawnError} */
-export function run(cmd, args = [], { timeout = TOOL_MS, input = null, env = process.env, cwd = undefined } = {}) {
+/** Run a program; never throws. {code, out, err, missing, timedOut, spawnError}. `said(out)`:
+ * whether its stdout so far is all the caller needs; then it resolves at once (code null,
+ * said true), and the program ends on its own. */
+export function run(cmd, args = [], { timeout = TOOL_MS, input = null, env = process.env, cwd = undefined, said = null } = {}) {
   return new Promise((resolve) => {
     let out = "";
     let err = "";
@@ -175,7 +177,13 @@ export function run(cmd, args = [], { timeout = TOOL_MS, input = null, env = pro
       exited = true;
       if (timedOut) letGo();
     });
-    child.stdout.on("data", (d) => (out += d));
+    child.stdout.on("data", (d) => {
+      out += d;
+      if (said && said(out)) {
+        cancel();
+        resolve({ code: null, out, err, missing: false, timedOut: false, said: true });
+      }
+    });
     child.stderr.on("data", (d) => (err += d));
     if (input !== null) child.stdin.end(input);
     child.on("error", (e) => {

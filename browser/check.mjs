@@ -80,6 +80,22 @@ function tail(text, lines = 6) {
   return t ? `: ${t}` : "";
 }
 
+/** A POST to the MCP server on localhost, by node's http: {status, headers, body}. Not fetch,
+ * whose first call loads undici, some 35 ms of CPU a check on cores its other lines need. */
+function postJson(url, headers, body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: "POST", headers: { ...headers, "content-length": Buffer.byteLength(body) } }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk) => (text += chunk));
+      res.on("end", () => resolve({ status: res.statusCode, headers: res.headers, body: text }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
 /** A Streamable-HTTP MCP client: just enough for the check and the tests. */
 export class McpSession {
   constructor(url) {
@@ -94,12 +110,12 @@ export class McpSession {
       headers["mcp-session-id"] = this.sessionId;
       headers["mcp-protocol-version"] = PROTOCOL_VERSION;
     }
-    const res = await fetch(this.url, { method: "POST", headers, body: JSON.stringify(message) });
-    this.sessionId = res.headers.get("mcp-session-id") || this.sessionId;
-    const body = await res.text();
-    if (!res.ok) throw new Error(`${message.method}: HTTP ${res.status} ${body.slice(0, 200)}`);
+    const res = await postJson(this.url, headers, JSON.stringify(message));
+    this.sessionId = res.headers["mcp-session-id"] || this.sessionId;
+    const body = res.body;
+    if (res.status < 200 || res.status > 299) throw new Error(`${message.method}: HTTP ${res.status} ${body.slice(0, 200)}`);
     if (message.id === undefined) return null;
-    const type = res.headers.get("content-type") || "";
+    const type = res.headers["content-type"] || "";
     const payloads = type.includes("text/event-stream")
       ? body.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim())
       : [body];

@@ -158,6 +158,16 @@ RUN cache=/usr/local/lib/imd-box/node-compile-cache \
  && chown -R root:root "$cache" \
  && chmod -R u=rwX,go=rX "$cache"
 
+# The /dev of the worker's hands' jails (worker/jail.d/home, HANDS_DEV): the box's null, zero,
+# random and urandom and the links every /dev has, bound into each jail in one mount. A tmpfs
+# with a bind for each node cost a call 1.1-1.4 ms: bubblewrap reads every mount for each bind.
+RUN dev=/usr/local/lib/imd-box/hands-dev \
+ && install -d "$dev" "$dev/shm" \
+ && mknod -m 666 "$dev/null" c 1 3 && mknod -m 666 "$dev/zero" c 1 5 \
+ && mknod -m 666 "$dev/random" c 1 8 && mknod -m 666 "$dev/urandom" c 1 9 \
+ && ln -s /proc/self/fd "$dev/fd" && ln -s /proc/self/fd/0 "$dev/stdin" \
+ && ln -s /proc/self/fd/1 "$dev/stdout" && ln -s /proc/self/fd/2 "$dev/stderr"
+
 COPY firewall/ /usr/local/lib/imd-box/firewall/
 COPY worker/ /usr/local/lib/imd-box/worker/
 COPY --from=door /out/door /usr/local/lib/imd-box/worker/door/door

@@ -22,6 +22,9 @@ BROWSER_DIR = f"{LIB}/browser"
 # V8's compiled code for the browser's MCP server and the sandbox runtime, made by the build
 # (browser/playwright-mcp; box check's srt).
 NODE_COMPILE_CACHE = f"{LIB}/node-compile-cache"
+# The /dev of the worker's hands' jails (worker/jail.d/home), made by the build: four of the
+# box's devices and /dev's links, bound in whole.
+HANDS_DEV = f"{LIB}/hands-dev"
 AS_IMD = f"{WORKER_DIR}/as-imd"  # the one privilege drop
 FIREWALL = f"{LIB}/firewall/init-firewall.sh"  # the walls, which the entrypoint sets
 INSTALL_SH = f"{WORKER_DIR}/install.sh"

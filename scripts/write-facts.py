@@ -40,6 +40,11 @@ SHELL = (
         layout.NODE_COMPILE_CACHE,
         "V8's compiled code for the browser's MCP server, made when the image was built (the Dockerfile).",
     ),
+    (
+        "HANDS_DEV",
+        layout.HANDS_DEV,
+        "The /dev of the worker's hands' jails, made when the image was built (the Dockerfile).",
+    ),
     ("JAIL", layout.JAIL, ""),
     ("ROOMS", layout.JAIL_ROOMS, ""),
     ("LOADABLES", layout.BASH_LOADABLES, ""),

@@ -140,12 +140,9 @@ def _check_harness(bench: Bench, label: str) -> None:
 
 
 def gone(bench: Bench, prefix: str) -> None:
-    """Once no box whose name starts with `prefix` is left (LEAVING_S at most)."""
-    deadline = time.monotonic() + LEAVING_S
-    while bench.client.containers.list(all=True, filters={"name": prefix}, ignore_removed=True):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the engine left a box of {prefix}* for more than {LEAVING_S} s")
-        time.sleep(0.05)
+    """Once the engine has removed the check's box (boxes.until_gone), whose name starts with `prefix`."""
+    if boxes.until_gone(bench.client, name=prefix):
+        raise RuntimeError(f"the engine left a box of {prefix}* for more than {LEAVING_S} s")
 
 
 def bare_start(bench: Bench, eng, topo=None) -> float:

@@ -135,11 +135,12 @@ def stop_box(container, timeout: int = STOP_TIMEOUT) -> None:
 
 
 def remove_box(container) -> None:
-    """Remove the box, running or not; one already gone is fine."""
+    """Remove the box, running or not; one already gone, or being removed (auto_remove), is fine."""
     try:
         container.remove(force=True)
-    except docker.errors.NotFound:
-        pass
+    except docker.errors.APIError as exc:  # 409: its removal is under way
+        if exc.status_code != 409 and not isinstance(exc, docker.errors.NotFound):
+            raise
 
 
 def remove_volume(eng: Engine) -> None:

@@ -17,9 +17,9 @@ import docker
 from imdbox import engine, layout, names
 from imdbox.config import Config
 from imdbox.startup import WALLS_UP  # the entrypoint's line that `box start` waits for
-from imdbox.throwaway import once_free
+from imdbox.throwaway import LEAVING_S, once_free
 
-from .topology import NO_HEALTHCHECK, PREFIX, Topology, remove_container
+from .topology import NO_HEALTHCHECK, PREFIX, Topology
 
 
 @dataclass(frozen=True)
@@ -88,8 +88,19 @@ def make_volume(client: docker.DockerClient, prefix: str, **create) -> str:
 def remove_volume(client: docker.DockerClient, name: str) -> None:
     """Every container using volume `name`, then the volume: gone, or never made."""
     for c in client.containers.list(all=True, filters={"volume": name}, ignore_removed=True):
-        remove_container(c)
+        engine.remove_box(c)
     once_free(lambda: client.volumes.get(name).remove(force=True))
+
+
+def until_gone(client: docker.DockerClient, **filters) -> list[str]:
+    """The names of the boxes `filters` match once those the engine removes on its own (a
+    check's, auto_remove) are gone: within LEAVING_S, else whatever is left then."""
+    deadline = time.monotonic() + LEAVING_S
+    while (left := client.containers.list(all=True, filters=filters, ignore_removed=True)) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.05)
+    return [c.name for c in left]
 
 
 def copy_volume(client: docker.DockerClient, image: str, source: str, target: str) -> None:

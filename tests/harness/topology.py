@@ -38,6 +38,7 @@ from typing import Optional
 import docker
 from docker.types import IPAMConfig, IPAMPool
 
+from imdbox import engine
 from imdbox.check.runner import Targets
 from imdbox.throwaway import once_free
 
@@ -186,24 +187,13 @@ def apart(networks) -> list[list]:
     return [list(g.values()) for g in groups if g]
 
 
-def remove_container(container) -> None:
-    """Force-remove `container`: one already gone, or that the engine is removing, is fine."""
-    try:
-        container.remove(force=True)
-    except docker.errors.NotFound:
-        pass
-    except docker.errors.APIError as exc:
-        if exc.status_code != 409:  # 409: its removal is under way
-            raise
-
-
 def _remove_leftovers(client: docker.DockerClient) -> None:
     # Anything still attached (listeners, boxes of an interrupted run) goes too:
     # the subnets are fixed, so only one topology can exist at a time.
     networks = client.networks.list(names=[n.name for n in NETS])
     for n in networks:
         n.reload()
-    side_by_side(lambda group: [remove_container(c) for c in group], apart(networks))
+    side_by_side(lambda group: [engine.remove_box(c) for c in group], apart(networks))
     side_by_side(lambda n: once_free(n.remove, in_use=(403, 409)), networks)  # 403: active endpoints
     for t in TARGETS:  # a listener whose network went first
         for c in client.containers.list(all=True, filters={"name": f"^{PREFIX}listener-{t.name}$"}):

@@ -14,8 +14,7 @@ import uuid
 
 import pytest
 
-from imdbox.throwaway import LEAVING_S
-from tests.harness.boxes import remove_volume
+from tests.harness.boxes import remove_volume, until_gone
 from tests.harness.cli import cli_env, run_box
 from tests.harness.topology import MAC_ON_INTERNET, check_targets
 
@@ -23,16 +22,6 @@ pytestmark = pytest.mark.usefixtures("box_image")
 
 # The harness's own listeners (tests/harness/topology.py), as --targets takes them.
 TARGETS = dataclasses.asdict(check_targets())
-
-
-def until_removed(client, volume: str) -> list:
-    """The boxes on `volume` once the engine has removed those it removes on its own (LEAVING_S)."""
-    deadline = time.monotonic() + LEAVING_S
-    while (left := client.containers.list(all=True, filters={"volume": volume}, ignore_removed=True)) and (
-        time.monotonic() < deadline
-    ):
-        time.sleep(0.1)
-    return [c.name for c in left]
 
 
 def test_box_check_cli_json_and_svg(docker_client, box_image, topology, tmp_path):
@@ -53,7 +42,7 @@ def test_box_check_cli_json_and_svg(docker_client, box_image, topology, tmp_path
         elapsed = time.monotonic() - started
         # The check box ended with its report, and the engine removed it: nothing of the run is
         # left behind but the volume.
-        leftovers = until_removed(docker_client, volume)
+        leftovers = until_gone(docker_client, volume=volume)
     finally:
         remove_volume(docker_client, volume)
     rows = json.loads(out.stdout)

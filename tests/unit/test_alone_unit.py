@@ -1,7 +1,10 @@
 """The split of tests/conftest.py: a parallel run's workers leave out the tests that need the
-machine alone, a run with --alone runs only those, and the engine's restart goes last."""
+machine alone, a run with --alone runs only those, tests/unit's come after tests/world's, and
+the engine's restart goes last."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -9,10 +12,11 @@ from tests import conftest
 
 
 class _Item:
-    """What the conftest's split reads of a pytest item: its nodeid and its marks."""
+    """What the conftest's split reads of a pytest item: its nodeid, file and marks."""
 
     def __init__(self, nodeid: str, *marks):
         self.nodeid, self.marks = nodeid, [m.mark for m in marks]
+        self.path = Path(conftest.__file__).parent.parent / nodeid.split("::")[0]
 
     def get_closest_marker(self, name):
         return next((m for m in self.marks if m.name == name), None)
@@ -39,6 +43,7 @@ OTHERS = [
 ]
 TIMED = _Item("tests/world/test_check.py::test_timed", pytest.mark.xdist_group("check"), pytest.mark.alone)
 RESTART = _Item("tests/world/test_faults.py::test_restart", pytest.mark.engine_restart)
+UNIT = [_Item("tests/unit/test_u.py::test_1"), _Item("tests/unit/test_u.py::test_2")]
 
 
 def _split(config, items):
@@ -64,3 +69,13 @@ def test_breaking_twin_a_run_without_workers_runs_everything_the_engines_restart
     config = _Config(worker=False)
     assert _split(config, [RESTART, *OTHERS, TIMED]) == [*OTHERS, TIMED, RESTART]
     assert config.deselected == []
+
+
+def test_a_workers_unit_tests_come_after_the_worlds_in_the_order_collected():
+    config = _Config(worker=True)
+    assert _split(config, [UNIT[0], OTHERS[0], UNIT[1], OTHERS[1]]) == [*OTHERS, *UNIT]
+
+
+def test_without_workers_too_the_engines_restart_comes_after_the_unit_tests():
+    config = _Config(worker=False)
+    assert _split(config, [RESTART, UNIT[0], *OTHERS]) == [*OTHERS, UNIT[0], RESTART]

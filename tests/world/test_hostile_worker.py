@@ -23,6 +23,7 @@ import json
 import shlex
 import threading
 import time
+import uuid
 from typing import Callable
 
 import pytest
@@ -539,24 +540,31 @@ def test_twin_a_view_that_shows_the_launchers_folder(docker_client, box_image, t
 
 # The worker, in its view, links each file a new view of the box would write in its folder of
 # stand-ins (box starts one for each of the worker's own commands: `imd status`, `imd doctor`) to
-# the owner's login, for as long as it is told.
+# the owner's login, for as long as it is told ($1 seconds), or until file $2 is there.
 THROUGH_A_NEW_VIEW = (
-    f"end=$((SECONDS + $1)); while [ $SECONDS -lt $end ]; do for d in /tmp/.imd-box-view.*/ {layout.RUNS}/view.*/; do "
+    f'end=$((SECONDS + $1)); while [ $SECONDS -lt $end ] && [ ! -e "$2" ]; do '
+    f"for d in /tmp/.imd-box-view.*/ {layout.RUNS}/view.*/; do "
     f'ln -s {login.LOGIN} "${{d}}login.json" 2>/dev/null; ln -s {login.LOGIN} "${{d%/}}.info" 2>/dev/null; '
     f'ln -s {login.LOGIN} "${{d}}info" 2>/dev/null; done; done'
 )
 
 
 def a_new_view(box) -> str:
-    """The owner's login after a new view of the box was made while the worker watched /tmp."""
-    watcher = threading.Thread(target=lambda: as_imd(box, in_view(f"set -- 20; {THROUGH_A_NEW_VIEW}"), timeout=60))
+    """The owner's login after a new view of the box was made while the worker watched /tmp. The
+    watch ends with the new view (a loop of `ln` for 20 s was some 20,000 processes a test)."""
+    made = f"/tmp/imdt-view-made-{uuid.uuid4().hex}"
+    watcher = threading.Thread(
+        target=lambda: as_imd(box, in_view(f"set -- 20 {made}; {THROUGH_A_NEW_VIEW}"), timeout=60)
+    )
     watcher.start()
     try:
         time.sleep(1)
         code, out = as_imd(box, in_view("echo in-the-view"))
         assert "in-the-view" in out, out
     finally:
+        as_imd(box, f"touch {made}")
         watcher.join(60)
+        as_imd(box, f"rm -f {made}")
     return as_imd(box, f"cat {login.LOGIN}")[1]
 
 

@@ -14,7 +14,7 @@ export PATH
 
 die() { echo "imd-box: $*; the worker was not started" >&2; exit 78; }
 
-[ "$(/usr/bin/id -u)" = 0 ] || die "the entrypoint must start as root (got uid $(/usr/bin/id -u))"
+[ "$EUID" = 0 ] || die "the entrypoint must start as root (got uid $EUID)"
 [ $# -gt 0 ] || die "no command given"
 
 "$FIREWALL" || die "the firewall could not be set up"

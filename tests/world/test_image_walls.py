@@ -316,6 +316,15 @@ def test_commands_in_the_running_box_get_the_workers_powers_only(walled):
     assert lines[lines.index("NoNewPrivs:") + 1] == "1", out
 
 
+def test_the_drop_refuses_to_run_as_anyone_but_root(walled):
+    """as-imd starts only as root (docker exec's user): run as imd, it says so and runs nothing."""
+    from imdbox.engine import AS_IMD
+
+    code, out = boxes.run(walled, [*AS_IMD, "bash", "-c", "echo RAN"], user="imd")
+    assert code == 1 and "RAN" not in out, out
+    assert "as-imd: must start as root (got uid 1000)" in out, out
+
+
 def test_the_worker_cannot_list_or_change_the_rules(docker_client, box_image, topology, test_volume):
     script = (
         "iptables -S >/dev/null 2>&1 && echo LISTED; iptables -F 2>/dev/null && echo FLUSHED; "

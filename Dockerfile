@@ -52,15 +52,19 @@ RUN npm ci --ignore-scripts --no-audit --no-fund \
  && rm -rf /out/opt/sandbox-runtime/node_modules/@anthropic-ai/sandbox-runtime/vendor/srt-win
 
 # ---------------------------------------------------------------- the door
-# worker/door/door.c with its paths.h (written from imdbox/layout.py), compiled with Debian's gcc;
-# nothing else of this stage reaches the box.
+# worker/door/door.c with its paths.h (written from imdbox/layout.py), compiled with Debian's gcc,
+# static: each call's client starts it, and a static one starts 0.2 ms sooner. Bash's `take`
+# (worker/door/take.c), built as bash's loadable builtins are, against bash-builtins' headers.
+# Nothing else of this stage reaches the box.
 FROM ${BASE_IMAGE} AS door
 # hadolint ignore=DL3008
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc libc6-dev \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc libc6-dev bash-builtins \
  && rm -rf /var/lib/apt/lists/*
-COPY worker/door/door.c worker/door/paths.h /src/
-RUN mkdir -p /out && gcc -O2 -Wall -Wextra -Werror -o /out/door /src/door.c
+COPY worker/door/door.c worker/door/take.c worker/door/paths.h worker/door/ready.h /src/
+RUN mkdir -p /out && gcc -O2 -static -Wall -Wextra -Werror -o /out/door /src/door.c \
+ && gcc -O2 -Wall -Werror -fPIC -shared -DHAVE_CONFIG_H -I/usr/include/bash -I/usr/include/bash/include \
+      -I/usr/include/bash/builtins -o /out/take /src/take.c
 
 # ---------------------------------------------------------------- the box
 FROM ${BASE_IMAGE}
@@ -171,6 +175,7 @@ RUN dev=/usr/local/lib/imd-box/hands-dev \
 COPY firewall/ /usr/local/lib/imd-box/firewall/
 COPY worker/ /usr/local/lib/imd-box/worker/
 COPY --from=door /out/door /usr/local/lib/imd-box/worker/door/door
+COPY --from=door /out/take /usr/local/lib/imd-box/worker/door/take
 COPY browser/ /usr/local/lib/imd-box/browser/
 COPY entrypoint.sh /usr/local/bin/entrypoint.sh
 

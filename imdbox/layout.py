@@ -43,6 +43,8 @@ SANDBOX_BWRAP = f"{WORKER_DIR}/bwrap"
 # process outside it): the image's CMD runs the worker in it, and box the worker's commands.
 WORKER_VIEW = f"{WORKER_DIR}/door/view"
 DOOR = f"{WORKER_DIR}/door/door"
+# Bash's `take`, with which the door's ready launcher takes its call (worker/door/ready.h).
+DOOR_TAKE = f"{WORKER_DIR}/door/take"
 # The box's own folders (worker/paths says why there): a tmpfs of imd's (runflags.TMPFS) outside
 # every place the worker may name, hidden in every jail and the worker's view.
 OWN_DIR = "/run/imd-box-own"

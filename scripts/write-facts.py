@@ -56,6 +56,11 @@ SHELL = (
     ),
     ("FILTER", layout.HANDS_FILTER, ""),
     ("DOOR", layout.DOOR, ""),
+    (
+        "TAKE",
+        layout.DOOR_TAKE,
+        "Bash's `take`, with which the door's ready launcher takes its call (worker/door/ready.h).",
+    ),
     ("VIEW", layout.WORKER_VIEW, ""),
     (
         "OWN_DIR",

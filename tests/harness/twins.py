@@ -62,6 +62,14 @@ def script_with(repo_path: str, box_path: str, *changes: tuple[str, str]) -> dic
     return {box_path: text.encode()}
 
 
+# A change for door_with: the door makes no launcher ready before a call (worker/door/ready.h),
+# as before it did; each call's launcher is started for it.
+NO_READY_LAUNCHER = (
+    "        if (ready < 0 && calls < MAX_CALLS) ready = make_ready(s);\n",
+    "        if (0) ready = make_ready(s);\n",
+)
+
+
 def door_with(folder: Path, *changes: tuple[str, str]) -> dict:
     """The door (worker/door/door.c) with these changes, built by this machine's gcc (the image
     has none; static, so no libc of this machine's is needed in the box): a patch for

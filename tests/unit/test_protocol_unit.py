@@ -24,6 +24,7 @@ SHARED = [
     ("its exit code", protocol.HELP_EXIT, ["worker/install.sh"]),
     ("the worker's view", layout.WORKER_VIEW, ["Dockerfile"]),
     ("the door", layout.DOOR, ["Dockerfile"]),
+    ("bash's take for the door", layout.DOOR_TAKE, ["Dockerfile"]),
     ("the sandbox's bubblewrap", layout.SANDBOX_BWRAP, ["image/claude-code/managed-settings.json"]),
     ("the browser's compile cache", layout.NODE_COMPILE_CACHE, ["Dockerfile"]),
     ("Claude Code's managed settings", layout.CLAUDE_SETTINGS, ["Dockerfile"]),

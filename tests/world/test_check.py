@@ -37,6 +37,7 @@ from tests.harness.checks import TEST_TARGETS, show
 from tests.harness.claude_settings import MANAGED
 from tests.harness.twins import (
     JAIL_IN_NO_DOMAIN,
+    NO_READY_LAUNCHER,
     PLACES_IN_THE_BOXS_FOLDERS,
     door_with,
     jail_with,
@@ -884,14 +885,15 @@ def test_24_a_broker_started_with_the_workers_environment(check, has_browser):
 def test_24_a_door_that_hands_the_launcher_the_callers_environment(check, has_browser, tmp_path):
     # The door before the fix, less its list of names to drop: the launcher starts with what the
     # caller set, and bash runs the caller's BASH_ENV in it, outside the view, before the
-    # launcher's first line could start it again with the box's own environment.
+    # launcher's first line could start it again with the box's own environment. (Nor had it a
+    # launcher ready before the call, which no call's environment reaches.)
     callers = (
         "    execve(rt->launcher, argv, own_env);\n",
         "    char *callers[4096];\n    size_t k = 0;\n"
         "    for (char *q = rq->env; q < rq->end && k < 4095; q += strlen(q) + 1) callers[k++] = q;\n"
         "    callers[k] = NULL;\n    execve(rt->launcher, argv, callers);\n",
     )
-    report = check(patch=door_with(tmp_path, callers), view=True)
+    report = check(patch=door_with(tmp_path, callers, NO_READY_LAUNCHER), view=True)
     expect_failed(report, {"worker_view"}, has_browser)
     detail = report.by_id("worker_view").detail
     assert "the worker's BASH_ENV RAN outside the view" in detail, detail

@@ -271,6 +271,79 @@ def test_a_door_that_dies_starts_again(box):
     print(f"\n[door] {len(down)} of {len(lines)} calls 20 ms apart failed while the door started again")
 
 
+# --- the ready launcher -------------------------------------------------------------------------
+
+READY = f"pgrep -f '^/bin/bash {layout.JAIL} --ready$'"
+# The door, but each call gets a launcher of its own: the ready one is ended, as for Claude's.
+NEVER_HANDED_OVER = (
+    "    if (ready > 0 && strcmp(rq.rt->launcher, JAIL) == 0 && hand_over(ready_sock, &rq, env_fd) == 0) {\n",
+    "    if (ready < 0 && strcmp(rq.rt->launcher, JAIL) == 0 && hand_over(ready_sock, &rq, env_fd) == 0) {\n",
+)
+# The door, but a call whose ready launcher is gone is not started.
+NO_LAUNCHER_OF_ITS_OWN = (
+    "        child = start_launcher(&rq, env_fd);\n    }\n",
+    "        child = ready > 0 ? -1 : start_launcher(&rq, env_fd);\n    }\n",
+)
+
+
+def ready_launchers(box, space: str, before: str = ":") -> tuple[str, list[str], list[str]]:
+    """The door's ready launcher around a git call that says its version and naps, in a node of its
+    own (`before`: shell run first, outside the view): whether the one ready before the call
+    ("none" if none) was "alive" or "gone" while the call ran, the ones ready after it but for
+    that one, and the call's output."""
+    # The door's own client, as a stand-in is: a view's start would take the ready one first (its
+    # `door ping` is a call's connection too).
+    call = f"cd {space} && {layout.DOOR} call git -c alias.nap={shlex.quote('!git --version && sleep 30')} nap"
+    wait_for = "for _ in $(seq 100); do {} && break; sleep 0.05; done; ".format
+    script = (
+        # The door runs once a view has started it, and makes a launcher ready.
+        f"mkdir -p {space}; ({in_view(':')}); {wait_for(READY + ' >/dev/null')}"
+        f"{before}; sleep 0.2; was=$({READY}); {{ {call} > {space}/out 2>&1 & }}; "
+        + wait_for("pgrep -f '^sleep 30$' >/dev/null")
+        + 'if [ -z "$was" ]; then echo none; elif kill -0 $was 2>/dev/null; then echo alive $was; else echo gone; fi; '
+        + wait_for(f'[ -n "$({READY} | grep -vx "${{was:-none}}")" ]')
+        + f'echo $({READY}); pkill -f "^sleep 30$"; wait; cat {space}/out'
+    )
+    code, out = as_imd(box, script)
+    assert code == 0, out
+    state, after, *lines = out.splitlines()
+    state, *was = state.split()
+    return state, [pid for pid in after.split() if pid not in was], lines
+
+
+def test_a_jail_call_is_taken_by_the_launcher_made_before_it(box):
+    """The door starts the jail's launcher before a call comes (worker/door/ready.h): that one
+    runs the next git call (it lives while the call does), and another waits after it."""
+    state, after, out = ready_launchers(box, f"{jobs.workspace()}/node")
+    assert (state, len(after), out[:1]) == ("alive", 1, ["git version 2.47.3"]), (state, after, out)
+
+
+def test_a_call_whose_ready_launcher_is_gone_gets_one_of_its_own(box):
+    """The ready launcher killed (from outside the view), the next call starts a launcher of its
+    own, as before there was a ready one; it runs, and a new one waits after it."""
+    state, after, out = ready_launchers(box, f"{jobs.workspace()}/node", before=f"kill -KILL $({READY})")
+    assert (state, len(after), out[:1]) == ("none", 1, ["git version 2.47.3"]), (state, after, out)
+
+
+@pytest.mark.parametrize("twin", ["never handed over", "no launcher of its own"])
+def test_twin_the_ready_launcher(docker_client, box_image, topology, test_volume, tmp_path, twin):
+    """The two tests above fail on a door that ends every ready launcher, and on one that starts no
+    launcher of its own where the ready one is gone."""
+    patch = door_with(tmp_path, NEVER_HANDED_OVER if twin == "never handed over" else NO_LAUNCHER_OF_ITS_OWN)
+    with patched_image(docker_client, box_image, patch) as image:
+        twin_box = boxes.start_walled(docker_client, image, topology, volume=test_volume)
+        try:
+            space = f"{jobs.workspace()}/node"
+            if twin == "never handed over":
+                state, after, out = ready_launchers(twin_box, space)
+                assert (state, len(after), out[:1]) == ("gone", 1, ["git version 2.47.3"]), (state, after, out)
+            else:
+                state, after, out = ready_launchers(twin_box, space, before=f"kill -KILL $({READY})")
+                assert state == "none" and "git version 2.47.3" not in out, (state, after, out)
+        finally:
+            twin_box.remove(force=True)
+
+
 # --- slow senders at the door's slot limit ------------------------------------------------------
 
 # A caller that sends its request a byte at a time: in the worker's view, with the worker's powers

@@ -47,6 +47,7 @@ from tests.harness.jobs import HOME
 from tests.harness.login import CODEX_LOGIN, CODEX_MARK, codex_login
 from tests.harness.twins import (
     JAIL_IN_NO_DOMAIN,
+    NO_READY_LAUNCHER,
     PLACES_IN_THE_BOXS_FOLDERS,
     door_with,
     jail_with,
@@ -293,11 +294,12 @@ def test_a_flood_of_silent_connections_holds_no_call_up(box):
 def test_twin_a_door_that_waits_on_every_caller(docker_client, box_image, topology, agents, tmp_path, world):
     # The door before the fix: no time limit on a caller's request, and no limit on calls. Its
     # silent callers take the box's every process: a call in flight cannot fork, or a new one
-    # is not started.
+    # is not started. (Nor had it a launcher ready before each call, whose bash slows the flood.)
     patch = door_with(
         tmp_path,
         ("        int r = poll(&p, 1, (int)left);\n", "        int r = poll(&p, 1, -1);\n"),
         ("#define MAX_CALLS 256\n", "#define MAX_CALLS 1000000\n"),
+        NO_READY_LAUNCHER,
     )
     with (
         patched_image(docker_client, box_image, patch) as image,

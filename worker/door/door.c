@@ -6,10 +6,11 @@
  * outside the view, its runtime, argv, environment, working directory and its own stdin,
  * stdout and stderr (as descriptors, SCM_RIGHTS). The door starts the launcher for the
  * runtime (worker/claude, or worker/jail), which decides the place and makes the job's
- * jail, and passes back the exit code or the signal. When the caller ends (killed, its
- * process group killed, the socket closed), the launcher gets SIGTERM, which it passes on
- * to the jail and then clears what the run left, and SIGKILL to its whole group GRACE_MS
- * later.
+ * jail, and passes back the exit code or the signal. The jail's launcher for the next call
+ * is started before that call comes, and takes it once it does (worker/door/ready.h). When
+ * the caller ends (killed, its process group killed, the socket closed), the launcher gets
+ * SIGTERM, which it passes on to the jail and then clears what the run left, and SIGKILL to
+ * its whole group GRACE_MS later.
  *
  *   door serve                       the door itself, started again at once if it dies (worker/
  *                                    door/view starts it)
@@ -57,6 +58,8 @@
 
 /* SOCKET_PATH, WORKER_DIR and OWN_ENV: the box's paths, from imdbox/layout.py (scripts/write-facts.py). */
 #include "paths.h"
+/* The ready launcher's descriptor and what the door sends on it. */
+#include "ready.h"
 #define MAGIC "imd-door 1"
 #define MAX_REQUEST (4 << 20)
 #define GRACE_MS 1000
@@ -86,12 +89,13 @@ struct runtime {
     const char *launcher;
     const char *first; /* the launcher's first argument, or NULL */
 };
+#define JAIL WORKER_DIR "/jail"
 static const struct runtime RUNTIMES[] = {
     {"claude", WORKER_DIR "/claude", NULL},
-    {"codex", WORKER_DIR "/jail", "codex"},
-    {"grok", WORKER_DIR "/jail", "grok"},
-    {"git", WORKER_DIR "/jail", "git"},
-    {"forge", WORKER_DIR "/jail", "forge"},
+    {"codex", JAIL, "codex"},
+    {"grok", JAIL, "grok"},
+    {"git", JAIL, "git"},
+    {"forge", JAIL, "forge"},
 };
 
 /* The launchers' environment, the box's own (OWN_ENV), NULL-ended. */
@@ -141,6 +145,20 @@ static void put(struct buf *b, const char *s) {
     }
     memcpy(b->data + b->len, s, n);
     b->len += n;
+}
+
+/* A message of `len` (a uint32_t) with `n` descriptors (SCM_RIGHTS) on `s`, as recv_fds takes
+ * it: 0 once sent. */
+static int send_fds(int s, uint32_t len, const int *fds, size_t n) {
+    char control[CMSG_SPACE(sizeof(int) * READY_FDS)] = {0};
+    struct iovec iov = {.iov_base = &len, .iov_len = sizeof len};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = CMSG_SPACE(sizeof(int) * n)};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
+    memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+    return sendmsg(s, &msg, MSG_NOSIGNAL) == sizeof len ? 0 : -1;
 }
 
 /* A connection to the door; `flags` SOCK_NONBLOCK: EAGAIN at once when its queue is full. */
@@ -248,17 +266,8 @@ static int call(const char *runtime, int argc, char **argv) {
         say(name, "its arguments and environment are over %d bytes", MAX_REQUEST);
         return NOT_STARTED;
     }
-    uint32_t len = (uint32_t)b.len;
     int fds[3] = {0, 1, 2};
-    char control[CMSG_SPACE(sizeof fds)] = {0};
-    struct iovec iov = {.iov_base = &len, .iov_len = sizeof len};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof fds);
-    memcpy(CMSG_DATA(cm), fds, sizeof fds);
-    if (sendmsg(s, &msg, MSG_NOSIGNAL) != sizeof len || write_all(s, b.data, b.len) < 0) {
+    if (send_fds(s, (uint32_t)b.len, fds, 3) < 0 || write_all(s, b.data, b.len) < 0) {
         say(name, "the box's door closed the call (%s)", strerror(errno));
         return NOT_STARTED;
     }
@@ -366,13 +375,7 @@ struct request {
 static void read_request(int conn, struct request *rq) {
     long deadline = ms_now() + REQUEST_MS;
     uint32_t len = 0;
-    char control[CMSG_SPACE(sizeof rq->fds)] = {0};
-    struct iovec iov = {.iov_base = &len, .iov_len = sizeof len};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
-    if (readable_by(conn, deadline) < 0 || recvmsg(conn, &msg, MSG_CMSG_CLOEXEC) != sizeof len) _exit(0);
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-    if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof rq->fds)) _exit(0);
-    memcpy(rq->fds, CMSG_DATA(cm), sizeof rq->fds);
+    if (readable_by(conn, deadline) < 0 || recv_fds(conn, &len, rq->fds, 3) < 0) _exit(0);
     if (len == 0 || len > MAX_REQUEST) _exit(0);
     char *data = malloc(len);
     if (!data || read_exact_by(conn, data, len, deadline) < 0 || data[len - 1] != 0) _exit(0);
@@ -421,14 +424,9 @@ static void parse_request(struct request *rq) {
     rq->env = p;
 }
 
-/* The launcher, in a session of its own, with the caller's stdio and its environment as data
- * on GIVEN_FD. */
-static pid_t start_launcher(const struct request *rq, int env_fd) {
-    const struct runtime *rt = rq->rt;
-    char **argv = rq->argv;
-    pid_t handler = getpid();
-    pid_t child = fork();
-    if (child != 0) return child;
+/* In a launcher's process, forked by the call's process (`handler`): a session of its own, and
+ * the signals as a program expects them. */
+static void launcher_process(pid_t handler) {
     setsid();
     /* A door that dies ends the run the same way. */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -439,6 +437,17 @@ static pid_t start_launcher(const struct request *rq, int env_fd) {
     signal(SIGPIPE, SIG_DFL);
     signal(SIGCHLD, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
+}
+
+/* The launcher, in a session of its own, with the caller's stdio and its environment as data
+ * on GIVEN_FD. */
+static pid_t start_launcher(const struct request *rq, int env_fd) {
+    const struct runtime *rt = rq->rt;
+    char **argv = rq->argv;
+    pid_t handler = getpid();
+    pid_t child = fork();
+    if (child != 0) return child;
+    launcher_process(handler);
     if (dup2(rq->fds[0], 0) < 0 || dup2(rq->fds[1], 1) < 0 || dup2(rq->fds[2], 2) < 0 || dup2(env_fd, GIVEN_FD) < 0)
         _exit(NOT_STARTED);
     if (chdir(rq->fields[2]) < 0) {
@@ -448,6 +457,45 @@ static pid_t start_launcher(const struct request *rq, int env_fd) {
     execve(rt->launcher, argv, own_env);
     say(rt->name, "%s could not be run (%s)", rt->launcher, strerror(errno));
     _exit(NOT_STARTED);
+}
+
+/* The jail's launcher, started before its call comes (worker/door/ready.h), in a session of its
+ * own as any launcher: until the call, its stdin and stdout are /dev/null and its stderr the
+ * door's log. `*sock`: the end its call goes to. -1 if it could not be started. */
+static pid_t start_ready(int *sock) {
+    int sp[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) return -1;
+    pid_t handler = getpid();
+    pid_t child = fork();
+    if (child == 0) {
+        launcher_process(handler);
+        int dn = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (dn < 0 || dup2(dn, 0) < 0 || dup2(dn, 1) < 0) _exit(NOT_STARTED);
+        /* Then its end, open past the exec (a dup2 onto itself would leave it close-on-exec). */
+        int kept = sp[1] == READY_FD ? fcntl(READY_FD, F_SETFD, 0) : dup2(sp[1], READY_FD);
+        if (kept < 0 || chdir("/") < 0) _exit(NOT_STARTED);
+        char *argv[] = {JAIL, "--ready", NULL};
+        execve(JAIL, argv, own_env);
+        _exit(NOT_STARTED);
+    }
+    close(sp[1]);
+    if (child < 0) {
+        close(sp[0]);
+        return -1;
+    }
+    *sock = sp[0];
+    return child;
+}
+
+/* The call, handed to the ready launcher on `sock`: 0 once it has gone whole. */
+static int hand_over(int sock, const struct request *rq, int env_fd) {
+    struct buf b = {0};
+    put(&b, rq->fields[2]);
+    for (char **arg = rq->argv + 1; *arg; arg++) put(&b, *arg);
+    int fds[READY_FDS] = {rq->fds[0], rq->fds[1], rq->fds[2], env_fd};
+    int sent = send_fds(sock, (uint32_t)b.len, fds, READY_FDS) == 0 && write_all(sock, b.data, b.len) == 0;
+    free(b.data);
+    return sent ? 0 : -1;
 }
 
 /* The caller's lines ("kSIGNAL\n") in `in`: each signal passed on to the launcher. */
@@ -509,8 +557,9 @@ static void watch_call(int conn, pid_t child) {
     }
 }
 
-/* One call, in a process of its own: read it, start its launcher, wait. */
-static void handle(int conn) {
+/* One call, in a process of its own: read it, start its launcher, wait. A jail's call goes to
+ * the `ready` launcher on `ready_sock` where there is one (else -1), which goes otherwise. */
+static void handle(int conn, pid_t ready, int ready_sock) {
     struct request rq = {.fds = {-1, -1, -1}};
     read_request(conn, &rq);
     /* The caller's: where a refusal is said. */
@@ -521,7 +570,17 @@ static void handle(int conn) {
         say(rq.rt->name, "the door could not hand over its environment (%s)", strerror(errno));
         _exit(NOT_STARTED);
     }
-    pid_t child = start_launcher(&rq, env_fd);
+    pid_t child = -1;
+    if (ready > 0 && strcmp(rq.rt->launcher, JAIL) == 0 && hand_over(ready_sock, &rq, env_fd) == 0) {
+        child = ready;
+    } else {
+        if (ready > 0) {
+            kill(ready, SIGKILL);
+            waitpid(ready, NULL, 0);
+        }
+        child = start_launcher(&rq, env_fd);
+    }
+    if (ready_sock >= 0) close(ready_sock);
     if (child < 0) {
         say(rq.rt->name, "the door could not fork (%s)", strerror(errno));
         _exit(NOT_STARTED);
@@ -532,6 +591,17 @@ static void handle(int conn) {
     if (dn >= 0) dup2(dn, STDERR_FILENO);
     watch_call(conn, child);
     _exit(0);
+}
+
+/* A call's process made before its call, its jail's launcher ready: it takes the connection the
+ * door sends on `ctl` (none: the door went), and handles it. */
+static void ready_handler(int ctl) {
+    int sock = -1, conn = -1;
+    pid_t ready = start_ready(&sock);
+    uint32_t none;
+    if (recv_fds(ctl, &none, &conn, 1) < 0) _exit(0);
+    close(ctl);
+    handle(conn, ready, sock);
 }
 
 static volatile sig_atomic_t calls; /* handlers alive */
@@ -560,6 +630,33 @@ static void backoff(const char *what) {
     pause_ms(100);
 }
 
+/* A call's process, made before its call (ready_handler), counted as a call: the door's end of
+ * the socket its connection goes on, or -1. */
+static int make_ready(int listener) {
+    int sp[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) return -1;
+    sigset_t child, old;
+    sigemptyset(&child);
+    sigaddset(&child, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &child, &old);
+    pid_t pid = fork();
+    if (pid == 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        close(listener);
+        close(sp[0]);
+        signal(SIGCHLD, SIG_DFL);
+        ready_handler(sp[1]);
+    }
+    if (pid > 0) calls++;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    close(sp[1]);
+    if (pid < 0) {
+        close(sp[0]);
+        return -1;
+    }
+    return sp[0];
+}
+
 static int listen_and_serve(void) {
     own_env = read_own_env();
     if (!own_env) {
@@ -583,8 +680,10 @@ static int listen_and_serve(void) {
     sigset_t child, old;
     sigemptyset(&child);
     sigaddset(&child, SIGCHLD);
+    int ready = -1; /* a call's process made before its call: where the next one goes */
     for (;;) {
-        if (calls >= MAX_CALLS) {
+        if (ready < 0 && calls < MAX_CALLS) ready = make_ready(s);
+        if (ready < 0 && calls >= MAX_CALLS) {
             pause_ms(20);
             continue;
         }
@@ -593,14 +692,24 @@ static int listen_and_serve(void) {
             if (errno != EINTR && errno != ECONNABORTED) backoff("take a call");
             continue;
         }
+        if (ready >= 0) {
+            int handed = send_fds(ready, 0, &conn, 1) == 0;
+            close(ready);
+            ready = -1;
+            if (handed) {
+                close(conn);
+                continue;
+            }
+        }
         /* The count goes up before the child can be reaped. */
         sigprocmask(SIG_BLOCK, &child, &old);
         pid_t pid = fork();
         if (pid == 0) {
             sigprocmask(SIG_SETMASK, &old, NULL);
             close(s);
+            if (ready >= 0) close(ready);
             signal(SIGCHLD, SIG_DFL);
-            handle(conn);
+            handle(conn, -1, -1);
         }
         if (pid > 0) calls++;
         sigprocmask(SIG_SETMASK, &old, NULL);

@@ -55,6 +55,16 @@ function processes(is) {
   return found;
 }
 
+/** A process's parent, as its /proc stat says it (after its name, which may hold anything). */
+function parentOf(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1];
+  } catch {
+    return null;
+  }
+}
+
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // What a worker would set in every call it makes through the door, and plant in the home, to
@@ -114,8 +124,12 @@ async function outsideTheView(node, made) {
   const call = run(door, ["call", "git", "-c", `alias.hold=!read -r _ <${fifo}`, "hold"], { env: hostile.env, cwd: node });
   let launcher = null;
   for (let i = 0; i < 100 && !launcher; i++) {
-    // A script's command line is its interpreter's: bash, the script, its arguments.
-    launcher = processes((a) => a[1] === tool("jail") && a[2] === "git" && a.includes("hold"))[0] || null;
+    // The call's launcher: the parent of the jail's bubblewrap, the jail's script as its
+    // interpreter runs it (bash, the script, its arguments), started for the call or before it
+    // (`jail --ready`, worker/door/ready.h).
+    const jail = processes((a) => a[0] === "/usr/bin/bwrap" && a.includes("hold"))[0];
+    const parent = jail ? parentOf(jail[0]) : null;
+    launcher = processes((a) => a[1] === tool("jail")).find(([pid]) => pid === parent) || null;
     if (!launcher) await pause(30);
   }
   const off = launcher ? notOwn(launcher[0], own) : null;

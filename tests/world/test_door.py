@@ -195,6 +195,9 @@ def test_a_link_planted_in_the_view_never_reaches_the_home(box):
 
 
 NAP = f"-c alias.nap={shlex.quote('!sleep 30')} nap"
+NAPPING = "pgrep -f '^sleep 30$' >/dev/null"  # a call's nap has begun
+# Shell that waits up to 5 s for a command to succeed.
+WAIT_FOR = "for _ in $(seq 100); do {} && break; sleep 0.05; done; ".format
 
 
 def test_the_view_cannot_reach_the_door_or_a_jail(box):
@@ -227,8 +230,8 @@ def test_a_caller_that_ends_ends_its_jail(box, how):
     sig = "KILL" if "KILL" in how else "TERM"
     script = (
         f"mkdir -p {space} && cd {space} && set -m && {{ git {NAP} & }} && "
-        "for _ in $(seq 100); do pgrep -f '^sleep 30$' >/dev/null && break; sleep 0.05; done; "
-        f"started=$(date +%s%N); kill -{sig} -- -$!; "
+        + WAIT_FOR(NAPPING)
+        + f"started=$(date +%s%N); kill -{sig} -- -$!; "
         "while pgrep -f '^sleep 30$' >/dev/null; do sleep 0.005; done; echo gone $(( ($(date +%s%N) - started) / 1000000 ))"
     )
     try:
@@ -294,14 +297,13 @@ def ready_launchers(box, space: str, before: str = ":") -> tuple[str, list[str],
     # The door's own client, as a stand-in is: a view's start would take the ready one first (its
     # `door ping` is a call's connection too).
     call = f"cd {space} && {layout.DOOR} call git -c alias.nap={shlex.quote('!git --version && sleep 30')} nap"
-    wait_for = "for _ in $(seq 100); do {} && break; sleep 0.05; done; ".format
     script = (
         # The door runs once a view has started it, and makes a launcher ready.
-        f"mkdir -p {space}; ({in_view(':')}); {wait_for(READY + ' >/dev/null')}"
+        f"mkdir -p {space}; ({in_view(':')}); {WAIT_FOR(READY + ' >/dev/null')}"
         f"{before}; sleep 0.2; was=$({READY}); {{ {call} > {space}/out 2>&1 & }}; "
-        + wait_for("pgrep -f '^sleep 30$' >/dev/null")
+        + WAIT_FOR(NAPPING)
         + 'if [ -z "$was" ]; then echo none; elif kill -0 $was 2>/dev/null; then echo alive $was; else echo gone; fi; '
-        + wait_for(f'[ -n "$({READY} | grep -vx "${{was:-none}}")" ]')
+        + WAIT_FOR(f'[ -n "$({READY} | grep -vx "${{was:-none}}")" ]')
         + f'echo $({READY}); pkill -f "^sleep 30$"; wait; cat {space}/out'
     )
     code, out = as_imd(box, script)
